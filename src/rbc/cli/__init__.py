@@ -1,0 +1,1 @@
+"""Command-line layer: one module per subcommand, no numerics here."""

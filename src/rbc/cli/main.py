@@ -1,0 +1,49 @@
+"""Entry point of the ``rbc`` console script.
+
+``main(argv)`` runs one command and returns its exit status: 0 success, 1 a verification
+check failed, 2 bad input (an :class:`rbc.errors.RbcError` or a command-line usage error),
+with the message on stderr and no traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import typer
+
+from rbc.cli import compile as _compile  # noqa: F401  (registers commands)
+from rbc.cli import inspect as _inspect  # noqa: F401
+from rbc.cli.app import app
+from rbc.cli.bench import bench_app
+from rbc.errors import RbcError
+
+app.add_typer(bench_app, name="bench")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the rbc command line on ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(args=argv, prog_name="rbc", standalone_mode=False)
+    except RbcError as err:
+        click.echo(f"error: {err}", err=True)
+        return err.exit_code
+    except click.exceptions.Exit as ex:
+        return ex.exit_code
+    except click.ClickException as err:
+        err.show()
+        return err.exit_code
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 1
+    return result if isinstance(result, int) else 0
+
+
+def run() -> None:
+    """Console-script entry: ``sys.exit(main())``."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()
