@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 
-import click
 import typer
 
 from rbc.cli import compile as _compile  # noqa: F401  (registers commands)
@@ -25,19 +24,14 @@ def main(argv: list[str] | None = None) -> int:
     """Run the rbc command line on ``argv`` (default ``sys.argv[1:]``); return the exit status."""
     command = typer.main.get_command(app)
     try:
-        result = command.main(args=argv, prog_name="rbc", standalone_mode=False)
+        command.main(args=argv, prog_name="rbc", standalone_mode=True)
+    except SystemExit as done:  # click reports usage errors (status 2) and --help this way
+        code = done.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
     except RbcError as err:
-        click.echo(f"error: {err}", err=True)
+        typer.echo(f"error: {err}", err=True)
         return err.exit_code
-    except click.exceptions.Exit as ex:
-        return ex.exit_code
-    except click.ClickException as err:
-        err.show()
-        return err.exit_code
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        return 1
-    return result if isinstance(result, int) else 0
+    return 0
 
 
 def run() -> None:

@@ -32,6 +32,41 @@ JOINT_TYPES: tuple[str, ...] = (
     "planar",
     "free",
 )
+#: (nq, nv) of each joint type in rbc's coordinate layout (docs/conventions.md): the
+#: number of configuration coordinates and of velocity coordinates (the joint's freedom).
+JOINT_COORDINATES: dict[str, tuple[int, int]] = {
+    "fixed": (0, 0),
+    "revolute": (1, 1),
+    "prismatic": (1, 1),
+    "helical": (1, 1),
+    "universal": (2, 2),
+    "cylindrical": (2, 2),
+    "spherical": (4, 3),
+    "planar": (4, 3),
+    "free": (7, 6),
+}
+#: Names of each joint type's (q, v) coordinates, appended to the joint name as
+#: ``name.suffix`` (a 1-coordinate joint's coordinate is just ``name``).
+COORDINATE_SUFFIXES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "fixed": ((), ()),
+    "revolute": (("",), ("",)),
+    "prismatic": (("",), ("",)),
+    "helical": (("",), ("",)),
+    "universal": (("theta1", "theta2"), ("theta1", "theta2")),
+    "cylindrical": (("d", "theta"), ("d", "theta")),
+    "spherical": (("qw", "qx", "qy", "qz"), ("wx", "wy", "wz")),
+    "planar": (("x", "y", "cos", "sin"), ("vx", "vy", "wz")),
+    "free": (("x", "y", "z", "qw", "qx", "qy", "qz"), ("wx", "wy", "wz", "vx", "vy", "vz")),
+}
+
+
+def coordinate_names(joint_type: str, joint_name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Names of a joint's q and v coordinates, e.g. ``("S1.qw", …), ("S1.wx", …)``."""
+    q, v = COORDINATE_SUFFIXES[joint_type]
+    fmt = lambda s: f"{joint_name}.{s}" if s else joint_name  # noqa: E731
+    return tuple(map(fmt, q)), tuple(map(fmt, v))
+
+
 TRANSMISSION_TYPES: tuple[str, ...] = ("direct", "gear", "screw")
 COUPLING_TYPES: tuple[str, ...] = ("linear",)
 FORCE_TYPES: tuple[str, ...] = ("spring", "joint_effort")

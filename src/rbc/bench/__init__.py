@@ -1,0 +1,1 @@
+"""Benchmarks behind ``rbc bench`` (measured as ratios against a peer in the same process)."""

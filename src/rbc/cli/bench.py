@@ -1,0 +1,55 @@
+"""``rbc bench …``: benchmarks, reported as ratios against a peer run in the same process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+bench_app = typer.Typer(help="Benchmarks (ratios against a peer in the same process).",
+                        no_args_is_help=True)
+
+
+@bench_app.command("compile")
+def bench_compile_command(
+    loops: Annotated[str, typer.Option(help="Comma-separated loop counts N.")] =
+        "10,100,1000,10000",
+    repeats: Annotated[int, typer.Option(min=1, help="Best of this many runs per N.")] = 3,
+    record: Annotated[Path | None, typer.Option(
+        help="Also time `rbc compile RECORD` in a fresh interpreter (wall, start included).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Compile time against loop count on generated chains of four-bar loops."""
+    from rbc.bench.compile import bench_compile, cli_wall_time
+    from rbc.errors import UsageError
+
+    try:
+        sizes = [int(x) for x in loops.split(",") if x.strip()]
+    except ValueError as err:
+        raise UsageError(f"--loops: expected comma-separated integers, got '{loops}'") from err
+    if not sizes or min(sizes) < 1:
+        raise UsageError(f"--loops: expected positive integers, got '{loops}'")
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("compiling chains", total=len(sizes))
+        rows = bench_compile(sizes, repeats, progress=lambda n: bar.advance(task))
+    wall = cli_wall_time(record) if record else None
+    if as_json:
+        typer.echo(json.dumps({"chains": rows, "record": str(record) if record else None,
+                               "record_wall_seconds": wall}, indent=2))
+        return
+    t = Table(title="compile time per loop (peer: smallest N)", title_justify="left")
+    for col in ("loops N", "total [s]", "per loop [µs]", "ratio to peer", "slowest pass"):
+        t.add_column(col, justify="right")
+    for r in rows:
+        slow = max(r["passes"].items(), key=lambda kv: kv[1])
+        t.add_row(str(r["loops"]), f"{r['seconds']:.4f}", f"{r['per_loop_us']:.1f}",
+                  f"{r['ratio']:.2f}", f"{slow[0]} {slow[1]:.4f} s")
+    Console().print(t)
+    if wall is not None:
+        Console().print(f"rbc compile {record}: {wall:.3f} s wall (interpreter start included)")

@@ -1,0 +1,52 @@
+"""``rbc inspect BUNDLE [--json]``: print what a bundle holds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from rbc.cli.app import app
+from rbc.ir.summary import summarize
+
+
+@app.command("inspect")
+def inspect_command(
+    bundle: Annotated[Path, typer.Argument(help="Bundle written by `rbc compile`.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Print bodies, joints, κ, cycle rank, tree and cut joints, paths, modules, coordinates."""
+    s = summarize(bundle)
+    if as_json:
+        typer.echo(json.dumps(s, indent=2))
+        return
+    con = Console(highlight=False)
+    con.print(f"[bold]{s['name']}[/bold]  ({bundle})")
+    con.print(f"  bodies ({len(s['bodies'])}): {', '.join(s['bodies'])}")
+    con.print(f"  joints ({len(s['joints'])}): {', '.join(s['joints'])}")
+    con.print(f"  components κ = {s['components']}, cycle rank = {s['cycle_rank']}")
+    con.print(f"  tree joints ({len(s['tree_joints'])}): {', '.join(s['tree_joints'])}")
+    con.print(f"  cut joints ({len(s['cut_joints'])}): {', '.join(s['cut_joints']) or '-'}")
+    con.print(f"  coordinates: nq = {s['nq']}, nv = {s['nv']} "
+              f"(tree nq = {s['nq_tree']}, nv = {s['nv_tree']})")
+    if s["actuators"]:
+        con.print("  actuators: " + ", ".join(f"{a['name']}→{a['joint']}" for a in s["actuators"]))
+    if s["chords"]:
+        t = Table(title="closure paths", title_justify="left")
+        for col in ("chord", "|P|", "lowest common ancestor"):
+            t.add_column(col)
+        for c in s["chords"]:
+            t.add_row(c["joint"], str(c["path_length"]), c["lca"])
+        con.print(t)
+    if s["modules"]:
+        t = Table(title="dependency modules", title_justify="left")
+        for col in ("#", "chords", "couplings", "rows", "variables"):
+            t.add_column(col)
+        for i, m in enumerate(s["modules"]):
+            t.add_row(str(i), ", ".join(m["chords"]), ", ".join(m["couplings"]) or "-",
+                      str(m["size"]), str(m["variables"]))
+        con.print(t)

@@ -1,0 +1,183 @@
+"""Pass ``codegen``: modules (and everything before them) → bundle data (DESIGN.md §7).
+
+Produces the in-memory :class:`~rbc.ir.bundle.BundleData`; writing it to disk is the
+driver's job (:func:`rbc.ir.bundle.write_bundle`, atomic). The layout is documented in
+``docs/bundle.md``. Partitions are added by the rank analysis (``/partitions`` is created
+empty here).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from importlib import metadata
+from typing import ClassVar
+
+import numpy as np
+
+import rbc
+from rbc.ir.bundle import BUNDLE_SCHEMA, BundleData
+from rbc.ir.modules import Modules
+from rbc.ir.record import Pose, Record, coordinate_names
+from rbc.passes.base import check
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _pose7(p: Pose) -> list[float]:
+    return [*p.xyz, *p.quat]
+
+
+def _csr(groups: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
+    ptr = np.concatenate([[0], np.cumsum([len(g) for g in groups], dtype=np.int64)])
+    flat = np.array([x for g in groups for x in g], dtype=np.int64)
+    return ptr.astype(np.int64), flat
+
+
+def normalized_record(record: Record) -> str:
+    """The record IR as canonical JSON (SI units, quaternions, defaults filled in)."""
+    data = dataclasses.asdict(record)
+    data.pop("text", None)
+    return json.dumps(data, sort_keys=True, default=str)
+
+
+def edge_geometry(record: Record, n_edges: int) -> dict[str, np.ndarray]:
+    """Per-edge attachment frames and axes; root edges get identity frames.
+
+    Returns arrays: ``parent_frame``, ``child_frame`` (E, 7) ``[x y z w qx qy qz]``,
+    ``axis`` (E, 3), ``axes`` (E, 2, 3) (NaN where not applicable), ``lead`` (E,) m/rev.
+    """
+    identity = _pose7(Pose())
+    pf = np.array([identity] * n_edges)
+    cf = pf.copy()
+    axis = np.full((n_edges, 3), np.nan)
+    axes = np.full((n_edges, 2, 3), np.nan)
+    lead = np.full(n_edges, np.nan)
+    for k, j in enumerate(record.joints):
+        pf[k], cf[k] = _pose7(j.parent_frame), _pose7(j.child_frame)
+        if j.axis is not None:
+            axis[k] = j.axis
+        if j.axes is not None:
+            axes[k] = j.axes
+        if j.lead is not None:
+            lead[k] = j.lead
+    return {"parent_frame": pf, "child_frame": cf, "axis": axis, "axes": axes, "lead": lead}
+
+
+@dataclass(frozen=True)
+class Codegen:
+    """Assemble the bundle datasets from the compiled IR."""
+
+    name: ClassVar[str] = "codegen"
+
+    def run(self, mods: Modules) -> BundleData:
+        cp = mods.paths
+        f = cp.forest
+        g = f.graph
+        rec = g.record
+        out = BundleData()
+        out.attr(
+            "/meta",
+            bundle_schema=BUNDLE_SCHEMA,
+            rbc_version=rbc.__version__,
+            record_name=rec.name,
+            record_source=rec.source,
+            record_sha256=rec.sha256,
+            numpy_version=_version("numpy"),
+            pinocchio_version=_version("pin"),
+            mujoco_version=_version("mujoco"),
+            h5py_version=_version("h5py"),
+            spatial_vector_order="angular-first [w; v], [n; f]",
+            quaternion_order="w x y z",
+            transform_convention="T_a_b maps coordinates in frame b to frame a",
+            units="SI (m, kg, s, N, N*m, rad)",
+        )
+        out.put("/record/text", rec.text)
+        out.put("/record/normalized", normalized_record(rec))
+
+        out.put("/bodies/name", list(g.body_names))
+        out.put("/bodies/kind", [b.kind for b in rec.bodies])
+        out.put("/bodies/mass", np.array([b.mass for b in rec.bodies], dtype=float))
+        out.put("/bodies/com", np.array([b.com for b in rec.bodies], dtype=float).reshape(-1, 3))
+        out.put("/bodies/inertia",
+                np.array([b.inertia for b in rec.bodies], dtype=float).reshape(-1, 6))
+
+        out.attr("/graph", n_bodies=g.n_bodies, n_joints=g.n_joints, world=g.world,
+                 components=g.components, cycle_rank=g.cycle_rank)
+        out.put("/graph/edge_name", list(g.edge_names))
+        out.put("/graph/edge_type", list(g.edge_types))
+        for name in ("parent", "child", "nq", "nv", "keep", "prefer_cut", "component"):
+            out.put(f"/graph/{name}", getattr(g, name))
+        for name, arr in edge_geometry(rec, g.n_edges).items():
+            out.put(f"/graph/{name}", arr)
+
+        out.put("/forest/tree_edges", np.array(f.tree_edges, dtype=np.int64))
+        out.put("/forest/chords", np.array(f.chords, dtype=np.int64))
+        out.put("/forest/forced_cuts", np.array(f.forced_cuts, dtype=np.int64))
+        for name in ("parent_edge", "parent_vertex", "depth", "sign"):
+            out.put(f"/forest/{name}", getattr(f, name))
+
+        ptr, edge, sign = cp.csr()
+        out.put("/chords/edge", np.array([p.chord for p in cp.paths], dtype=np.int64))
+        out.put("/chords/name", [p.name for p in cp.paths])
+        out.put("/chords/b", np.array([p.b for p in cp.paths], dtype=np.int64))
+        out.put("/chords/c", np.array([p.c for p in cp.paths], dtype=np.int64))
+        out.put("/chords/lca", np.array([p.lca for p in cp.paths], dtype=np.int64))
+        out.put("/chords/path_ptr", ptr)
+        out.put("/chords/path_edge", edge)
+        out.put("/chords/path_sign", sign)
+
+        for name in ("chords", "couplings", "edges", "inputs"):
+            p, flat = _csr([getattr(m, name) for m in mods.modules])
+            out.put(f"/modules/{name}_ptr", p)
+            out.put(f"/modules/{name}", flat)
+        out.put("/modules/rows", np.array([m.rows for m in mods.modules], dtype=np.int64))
+        out.put("/modules/variables",
+                np.array([m.variables for m in mods.modules], dtype=np.int64))
+
+        q_names: list[str] = [""] * f.nq
+        v_names: list[str] = [""] * f.nv
+        for k in range(g.n_edges):
+            qn, vn = coordinate_names(g.edge_types[k], g.edge_names[k])
+            q_names[f.q_slice(k)] = qn
+            v_names[f.v_slice(k)] = vn
+        out.attr("/coordinates", nq=f.nq, nv=f.nv, nq_tree=f.nq_tree, nv_tree=f.nv_tree)
+        out.put("/coordinates/q_offset", f.q_offset)
+        out.put("/coordinates/v_offset", f.v_offset)
+        out.put("/coordinates/q_name", q_names)
+        out.put("/coordinates/v_name", v_names)
+        out.attr("/partitions", count=0)
+
+        edges = rec.joint_index()
+        bodies = rec.body_index()
+        out.put("/interfaces/actuators/name", [a.name for a in rec.actuators])
+        out.put("/interfaces/actuators/edge",
+                np.array([edges[a.joint] for a in rec.actuators], dtype=np.int64))
+        out.put("/interfaces/actuators/transmission", [a.transmission.type for a in rec.actuators])
+        out.put("/interfaces/actuators/reduction",
+                np.array([a.transmission.reduction for a in rec.actuators], dtype=float))
+        out.put("/interfaces/actuators/rotor_inertia",
+                np.array([a.rotor_inertia for a in rec.actuators], dtype=float))
+        out.put("/interfaces/actuators/effort_limits", np.array(
+            [a.effort_limits or (-np.inf, np.inf) for a in rec.actuators], dtype=float
+        ).reshape(-1, 2))
+        out.put("/interfaces/tasks/name", [t.name for t in rec.tasks])
+        out.put("/interfaces/tasks/kind", [t.kind for t in rec.tasks])
+        out.put("/interfaces/tasks/body",
+                np.array([bodies[t.body] for t in rec.tasks], dtype=np.int64))
+        out.put("/interfaces/tasks/frame",
+                np.array([_pose7(t.pose) for t in rec.tasks], dtype=float).reshape(-1, 7))
+        out.put("/interfaces/couplings/name", [c.name for c in rec.couplings])
+        return out
+
+    def verify(self, data: BundleData) -> None:
+        for key in ("/record/text", "/graph/edge_name", "/forest/tree_edges", "/chords/path_ptr",
+                    "/modules/rows", "/coordinates/q_name"):
+            check(key in data.datasets, self.name, f"dataset {key} is written")
+        check(data.attrs["/meta"]["bundle_schema"] == BUNDLE_SCHEMA, self.name, "schema stamped")
