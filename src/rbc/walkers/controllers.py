@@ -1,0 +1,51 @@
+"""Controller registry: built-in controllers are evaluated at every RK4 stage.
+
+``passive`` applies zero torque; ``fl`` is the virtual-constraint feedback linearization of
+:mod:`rbc.walkers.vc` configured from the model file's ``controller`` section.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rbc.walkers.errors import WalkerError
+from rbc.walkers.model import WalkerModel
+from rbc.walkers.swing import forward_dynamics
+
+CONTROLLERS = ("passive", "fl")
+
+
+@dataclass(frozen=True)
+class Passive:
+    """Zero actuator torque: ``D qdd + H + G = 0`` (Goswami et al. 1998)."""
+
+    model: WalkerModel
+    alpha: float
+
+    def accel(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(qdd (n,), u (nu,) = 0)``."""
+        return forward_dynamics(self.model, q, qd, None, self.alpha), np.zeros(self.model.B.shape[1])
+
+
+def make_controller(name: str, model: WalkerModel, alpha: float):
+    """Build controller ``name`` for ``model`` on slope ``alpha`` [rad].
+
+    Raises:
+        WalkerError: unknown controller, or ``fl`` for a model without a ``controller``
+            section.
+    """
+    if name == "passive":
+        return Passive(model, alpha)
+    if name == "fl":
+        if "controller" not in model.params:
+            raise WalkerError(
+                f"model '{model.name}' has no virtual constraints; controller 'fl' needs a "
+                "'controller' section in the model file",
+                choices=["passive"],
+            )
+        from rbc.walkers.vc import FeedbackLinearization
+
+        return FeedbackLinearization.from_model(model, alpha)
+    raise WalkerError(f"unknown controller '{name}'", choices=CONTROLLERS, got=name)
