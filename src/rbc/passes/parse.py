@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,7 +155,7 @@ class _Reader:
         ctx: _Ctx,
         path: str,
         value: Any,
-        allowed: Sequence[str],
+        allowed: Sequence[str] | None,
         forbidden: Mapping[str, str] | None = None,
     ) -> None:
         if not isinstance(value, dict):
@@ -169,7 +170,8 @@ class _Reader:
                     f"'{key}' pre-authors {forbidden[key]}, which the compiler generates",
                     expected=GENERATED_HINT,
                 )
-        self.only(allowed)
+        if allowed is not None:  # None: the caller calls only() once `type` is known
+            self.only(allowed)
 
     def only(self, allowed: Sequence[str], context: str = "") -> None:
         """Raise on the first key not in ``allowed`` (with a did-you-mean)."""
@@ -197,7 +199,14 @@ class _Reader:
         return _Reader(self.ctx, self.at(key), self.data[key], allowed)
 
 
+# PyYAML implements YAML 1.1, which reads exponent forms without a dot (``3.3e-4``, ``1e5``)
+# as strings; YAML 1.2 (and every other reader) takes them as floats, so we do too.
+_EXPONENT_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
+
+
 def _number(ctx: _Ctx, path: str, value: Any) -> float:
+    if isinstance(value, str) and _EXPONENT_FLOAT.fullmatch(value):
+        value = float(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ctx.error(path, f"wrong type: got {_describe(value)}", expected="a number")
     x = float(value)
@@ -396,8 +405,7 @@ GEOMETRY_REQUIRED: dict[str, tuple[str, ...]] = {
 
 
 def _geometry(ctx: _Ctx, path: str, value: Any) -> Geometry:
-    all_keys = sorted({k for p in GEOMETRY_PARAMS.values() for k in p} | {"type", *POSE_KEYS})
-    r = _Reader(ctx, path, value, all_keys)
+    r = _Reader(ctx, path, value, None)
     kind = r.get("type", _choice(tuple(GEOMETRY_PARAMS)))
     spec = GEOMETRY_PARAMS[kind]
     r.only(("type", *POSE_KEYS, *spec), f"a {kind} geometry")
@@ -474,9 +482,6 @@ JOINT_SPECS: dict[str, _JointSpec] = {
 assert set(JOINT_SPECS) == set(JOINT_TYPES)
 ONE_COORDINATE: tuple[str, ...] = ("revolute", "prismatic", "helical")
 JOINT_COMMON = ("name", "type", "parent", "child", "parent_frame", "child_frame", "cut")
-JOINT_KEYS = tuple(
-    dict.fromkeys(JOINT_COMMON + tuple(k for s in JOINT_SPECS.values() for k in s.keys))
-)
 
 
 def _coords(ctx: _Ctx, path: str, value: Any, spec: _JointSpec) -> tuple[float, ...]:
@@ -544,7 +549,7 @@ def _cut(ctx: _Ctx, path: str, value: Any) -> bool:
 
 
 def _joint(ctx: _Ctx, path: str, value: Any, bodies: Mapping[str, Body]) -> Joint:
-    r = _Reader(ctx, path, value, JOINT_KEYS, FORBIDDEN_JOINT)
+    r = _Reader(ctx, path, value, None, FORBIDDEN_JOINT)
     name = r.get("name", _string)
     kind = r.get("type", _choice(JOINT_TYPES))
     spec = JOINT_SPECS[kind]
@@ -596,7 +601,7 @@ TRANSMISSION_PARAMS: dict[str, tuple[str, ...]] = {
 
 
 def _transmission(ctx: _Ctx, path: str, value: Any) -> Transmission:
-    r = _Reader(ctx, path, value, ("type", "ratio", "lead"))
+    r = _Reader(ctx, path, value, None)
     kind = r.get("type", _choice(TRANSMISSION_TYPES))
     r.only(("type", *TRANSMISSION_PARAMS[kind]), f"a {kind} transmission")
     if kind == "gear":
@@ -670,7 +675,7 @@ FORCE_KEYS: dict[str, tuple[str, ...]] = {
 
 
 def _force(ctx: _Ctx, path: str, value: Any) -> SpringForce | JointEffort:
-    r = _Reader(ctx, path, value, ("name", "type", *{k for ks in FORCE_KEYS.values() for k in ks}))
+    r = _Reader(ctx, path, value, None)
     name = r.get("name", _string)
     kind = r.get("type", _choice(FORCE_TYPES))
     r.only(("name", "type", *FORCE_KEYS[kind]), f"a {kind} force")
