@@ -163,9 +163,7 @@ def test_log6_angular_first():
 def test_adjoint_homomorphism_and_inverse(i):
     T1, T2 = TRANSFORMS[2 * i], TRANSFORMS[2 * i + 1]
     # Products of O(1) matrices: 1e-12 covers accumulated rounding.
-    np.testing.assert_allclose(
-        sp.adjoint(T1 * T2), sp.adjoint(T1) @ sp.adjoint(T2), atol=1e-12
-    )
+    np.testing.assert_allclose(sp.adjoint(T1 * T2), sp.adjoint(T1) @ sp.adjoint(T2), atol=1e-12)
     np.testing.assert_allclose(sp.adjoint(T1.inverse()), np.linalg.inv(sp.adjoint(T1)), atol=1e-12)
 
 
@@ -174,7 +172,9 @@ def test_adjoint_maps_twists_b_to_a(T):
     # T exp(ξ_b) T⁻¹ = exp(Ad(T) ξ_b): a twist in b re-expressed in a.
     xi_b = np.array([0.1, -0.2, 0.3, 0.5, 0.1, -0.4])
     lhs = T * sp.exp6(xi_b) * T.inverse()
-    np.testing.assert_allclose(lhs.homogeneous, sp.exp6(sp.adjoint(T) @ xi_b).homogeneous, atol=1e-12)
+    np.testing.assert_allclose(
+        lhs.homogeneous, sp.exp6(sp.adjoint(T) @ xi_b).homogeneous, atol=1e-12
+    )
 
 
 def test_adjoint_block_structure():
