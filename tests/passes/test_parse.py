@@ -682,6 +682,11 @@ BAD: list[tuple[str, str, str]] = [
         ),
         "bodies[2]: bodies a, b have no path to any root",
     ),
+    (
+        "lone_body",
+        doc(bodies=BODIES + "  - {name: orphan, mass: 0}\n"),
+        "bodies[2]: body orphan has no path to any root",
+    ),
     # --- pre-authored compiler output
     *[
         (

@@ -461,7 +461,6 @@ class _JointSpec:
 
     angular: tuple[bool, ...]
     n_initial: int
-    layout: str
     keys: tuple[str, ...] = ()
     quat_at: int | None = None
 
@@ -469,15 +468,15 @@ class _JointSpec:
 _MOVING = ("damping", "friction", "armature", "initial")
 _ONE = (*_MOVING, "axis", "limits", "spring")
 JOINT_SPECS: dict[str, _JointSpec] = {
-    "fixed": _JointSpec((), 0, "none"),
-    "revolute": _JointSpec((True,), 1, "θ", _ONE),
-    "prismatic": _JointSpec((False,), 1, "d", _ONE),
-    "helical": _JointSpec((True,), 1, "θ", (*_ONE, "lead")),
-    "universal": _JointSpec((True, True), 2, "[θ1, θ2]", (*_MOVING, "axes", "limits")),
-    "cylindrical": _JointSpec((False, True), 2, "[d, θ]", (*_MOVING, "axis", "limits")),
-    "planar": _JointSpec((False, False, True), 3, "[x, y, θ]", (*_MOVING, "normal", "limits")),
-    "spherical": _JointSpec((), 4, "[w, x, y, z]", _MOVING, quat_at=0),
-    "free": _JointSpec((), 7, "[x, y, z, w, x, y, z]", _MOVING, quat_at=3),
+    "fixed": _JointSpec((), 0),
+    "revolute": _JointSpec((True,), 1, _ONE),
+    "prismatic": _JointSpec((False,), 1, _ONE),
+    "helical": _JointSpec((True,), 1, (*_ONE, "lead")),
+    "universal": _JointSpec((True, True), 2, (*_MOVING, "axes", "limits")),
+    "cylindrical": _JointSpec((False, True), 2, (*_MOVING, "axis", "limits")),
+    "planar": _JointSpec((False, False, True), 3, (*_MOVING, "normal", "limits")),
+    "spherical": _JointSpec((), 4, _MOVING, quat_at=0),
+    "free": _JointSpec((), 7, _MOVING, quat_at=3),
 }
 assert set(JOINT_SPECS) == set(JOINT_TYPES)
 ONE_COORDINATE: tuple[str, ...] = ("revolute", "prismatic", "helical")
@@ -781,9 +780,10 @@ def _check_roots(ctx: _Ctx, record: Record) -> None:
     for members in groups.values():
         if all(record.bodies[i].kind == "ordinary" for i in members):
             names = ", ".join(record.bodies[i].name for i in members)
+            who = f"bodies {names} have" if len(members) > 1 else f"body {names} has"
             raise ctx.error(
                 f"bodies[{members[0]}]",
-                f"bodies {names} have no path to any root (no fixed or floating body among them)",
+                f"{who} no path to any root (no fixed or floating body among them)",
                 expected="mark one of them `fixed: true` or `floating: true`, or join them to a "
                 "rooted body",
             )
