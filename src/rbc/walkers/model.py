@@ -132,14 +132,12 @@ def mass_matrix(model: WalkerModel, q: np.ndarray) -> np.ndarray:
     Args:
         model: the walker. q: (n,) absolute angles [rad].
     """
-    c, s = np.cos(q), np.sin(q)
-    return model.M * (c[:, None] * c + s[:, None] * s) + np.diag(model.I)
+    return model.M * np.cos(q[:, None] - q) + np.diag(model.I)
 
 
 def centrifugal(model: WalkerModel, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
     """Velocity terms ``H(q, qd)`` (n,) [N m]: ``sum_j M_ij sin(q_i - q_j) qd_j^2``."""
-    c, s = np.cos(q), np.sin(q)
-    return (model.M * (s[:, None] * c - c[:, None] * s)) @ (qd * qd)
+    return (model.M * np.sin(q[:, None] - q)) @ (qd * qd)
 
 
 def gravity(model: WalkerModel, q: np.ndarray, alpha: float) -> np.ndarray:

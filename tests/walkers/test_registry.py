@@ -1,0 +1,41 @@
+"""Every registered model loads; bad names fail with the valid choices listed."""
+
+import numpy as np
+import pytest
+
+from rbc.errors import RbcError
+from rbc.walkers.controllers import CONTROLLERS, make_controller
+from rbc.walkers.errors import WalkerError
+from rbc.walkers.registry import load_model, model_names
+
+
+@pytest.mark.parametrize("name", model_names())
+def test_every_model_loads(name):
+    m = load_model(name)
+    assert m.name == name
+    assert m.A.shape == (len(m.m), m.n)
+    assert "hip" in m.points and "swing_foot" in m.points
+    # the relabeling exchanges the legs: applied twice it is the identity
+    idx = np.array(m.relabel)
+    np.testing.assert_array_equal(idx[idx], np.arange(m.n))
+    # internal torques: each actuator column sums to zero (action = reaction)
+    np.testing.assert_array_equal(m.B.sum(axis=0), np.zeros(m.B.shape[1]))
+
+
+def test_unknown_model_lists_choices():
+    with pytest.raises(WalkerError) as err:
+        load_model("rabit")
+    assert isinstance(err.value, RbcError)
+    msg = str(err.value)
+    assert all(n in msg for n in model_names()) and "did you mean 'rabbit'" in msg
+
+
+def test_unknown_controller_lists_choices():
+    with pytest.raises(WalkerError) as err:
+        make_controller("pd", load_model("compass"), 0.0)
+    assert all(c in str(err.value) for c in CONTROLLERS)
+
+
+def test_fl_needs_virtual_constraints():
+    with pytest.raises(WalkerError, match="virtual constraints"):
+        make_controller("fl", load_model("compass"), 0.0)
