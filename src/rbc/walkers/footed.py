@@ -1,0 +1,424 @@
+"""Footed planar humanoid: flat-foot and toe-roll phases, heel rise, flat-foot touchdown.
+
+Method: Choi & Grizzle, "Planar bipedal walking with foot rotation", ACC 2005, and
+Westervelt et al. 2007, Ch. 8 (walking with feet): a fully actuated flat-foot phase and an
+underactuated toe-roll phase, each under computed torque on virtual constraints.
+
+* Base = stance toe; coordinates (10,) = link angles with the stance-foot angle LAST.
+  Flat foot: the stance foot is fixed, ``q[9]`` is frozen, the dynamics are the first 9
+  rows/columns (:meth:`WalkerModel.frozen`), 9 actuators -> fully actuated. Outputs: the 8
+  shape outputs ``y = H0 q - h_d(s)`` plus the phase-rate output
+  ``sdd = -k_s (sdot - sdot_d)`` (the stance ankle drives progression).
+* Heel rise at ``s = s_hr`` (a guard on the phase variable): the state is embedded,
+  ``q10 = [q9, q_foot]``, ``qd10 = [qd9, 0]`` — positions and velocities continuous, hence
+  the energy identical. Toe roll: 10 coordinates, 9 actuators (one degree of
+  underactuation, rotation about the toe); outputs: the 8 shape outputs plus the stance
+  ankle angle ``q_shank - q_foot``.
+* Touchdown of the flat swing foot: extended coordinates ``[q (10), p_toe (2)]`` (12) and
+  three constraint rows — swing-toe position (2) and swing-foot orientation (1, the lock).
+  The impulse ``(F_T, F_N, M)`` gives the foot-slap moment ``M`` (generalized impulse on the
+  swing-foot angle, clockwise) and the centre of pressure ``d = -M / F_N`` along the sole
+  from the toe (``-sole_length <= d <= 0`` inside the sole). Then the roles are relabeled
+  and the new stance foot (the old swing foot) is frozen flat.
+* The gait is defined by its touchdown posture ``q-`` (solved so the flat swing foot
+  touches the ground), ``q+ = R q-``, and degree-5 Bezier shapes between ``H0 q+`` and
+  ``H0 q-`` (knee lift for clearance, swing foot flat from ``s = 0.2``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.linalg.lapack import dgesv as _gesv
+from scipy.optimize import brentq
+
+from rbc.walkers.errors import WalkerError
+from rbc.walkers.impact import extended_inertia, point_jacobian_extended, solve_impact
+from rbc.walkers.model import WalkerModel, energy, point
+from rbc.walkers.simulate import Stride, WalkResult
+from rbc.walkers.swing import integrate_until
+from rbc.walkers.vc import Bezier
+
+N_FULL = 10  # toe-roll coordinates
+N_FLAT = 9  # flat-foot coordinates
+
+
+def foot_angle_flat(model: WalkerModel) -> float:
+    """Absolute angle [rad] of the toe->ankle foot link when the sole is flat."""
+    dx, dy = model.params["foot"]["toe_to_ankle"]
+    return float(np.arctan2(dx, dy))
+
+
+def sole_points(model: WalkerModel, q: np.ndarray) -> dict[str, np.ndarray]:
+    """Toe and heel (2,) of both feet relative to the stance toe [m], tilted frame.
+
+    ``q``: (10,) full coordinates. The sole direction (toe->heel) of a foot whose link
+    angle is ``phi`` is ``u(phi - phi0 - pi/2)`` (``[-1, 0]`` when flat).
+    """
+    phi0 = foot_angle_flat(model)
+    L = float(model.params["foot"]["sole_length"])
+    toe_sw = point(model, "swing_foot", q)
+
+    def sole(phi: float) -> np.ndarray:
+        a = phi - phi0 - np.pi / 2
+        return L * np.array([np.sin(a), np.cos(a)])
+
+    return {"toe_st": np.zeros(2), "heel_st": sole(q[9]), "toe_sw": toe_sw,
+            "heel_sw": toe_sw + sole(q[8])}
+
+
+@dataclass(frozen=True)
+class FootedDesign:
+    """Posture-defined gait of the footed walker.
+
+    Attributes:
+        q_minus, q_plus: (10,) touchdown posture and its relabeling [rad].
+        H0: (9, 10) output rows (8 shape outputs, then the toe-roll stance ankle).
+        shapes: :class:`Bezier` (9 rows, degree 5) in the phase ``s``.
+        c: (10,) phase coefficients (virtual stance leg ``(q_shank + q_thigh)/2``).
+        theta_plus, theta_minus: phase at s = 0 and s = 1 [rad]. s_heel_rise: heel-rise s.
+    """
+
+    q_minus: np.ndarray
+    q_plus: np.ndarray
+    H0: np.ndarray
+    shapes: Bezier
+    c: np.ndarray
+    theta_plus: float
+    theta_minus: float
+    s_heel_rise: float
+    names: tuple[str, ...] = ("pelvis", "torso", "arm_st", "arm_mirror", "knee_st",
+                              "leg_mirror", "knee_sw", "foot_sw", "ankle_st")
+
+
+def design_gait(model: WalkerModel) -> FootedDesign:
+    """Solve the touchdown posture and build the shapes from the model's ``gait`` section.
+
+    Raises:
+        WalkerError: the swing foot cannot reach the ground, or the phase variable would
+            not be strictly monotone (``theta_plus >= theta_minus``).
+    """
+    g = model.params["gait"]
+    phi0 = foot_angle_flat(model)
+    te, kst, ksw = float(g["theta_end"]), float(g["knee_st_end"]), float(g["knee_sw_end"])
+    q = np.zeros(N_FULL)
+    q[0], q[1] = te + kst / 2, te - kst / 2
+    q[2], q[3] = float(g["pelvis"]), float(g["torso_lean"])
+    q[4], q[5] = -float(g["arm_amplitude"]), float(g["arm_amplitude"])
+    q[8], q[9] = phi0, phi0 + float(g["toe_roll"])
+
+    def toe_height(phi: float) -> float:
+        qq = q.copy()
+        qq[6], qq[7] = phi - ksw / 2, phi + ksw / 2
+        return point(model, "swing_foot", qq)[1]
+
+    lo, hi = -1.2, 0.0
+    if toe_height(lo) * toe_height(hi) > 0:
+        raise WalkerError("gait design: the flat swing foot cannot reach the ground; "
+                          "check gait.theta_end, knee_st_end, knee_sw_end, toe_roll")
+    phi = brentq(toe_height, lo, hi, xtol=1e-15)
+    q[6], q[7] = phi - ksw / 2, phi + ksw / 2
+    qp = q[list(model.relabel)]
+    c = np.zeros(N_FULL)
+    c[0] = c[1] = 0.5
+    th_p, th_m = float(c @ qp), float(c @ q)
+    if not th_m > th_p:
+        raise WalkerError(f"phase variable not strictly monotone: theta+ = {th_p:.3f} >= "
+                          f"theta- = {th_m:.3f} rad")
+    H0 = np.zeros((9, N_FULL))
+    H0[0, 2] = H0[1, 3] = H0[2, 4] = 1.0
+    H0[3, [4, 5]] = 1.0
+    H0[4, 0], H0[4, 1] = 1.0, -1.0
+    H0[5, [0, 1, 6, 7]] = 0.5
+    H0[6, 7], H0[6, 6] = 1.0, -1.0
+    H0[7, 8] = 1.0
+    H0[8, 0], H0[8, 9] = 1.0, -1.0
+    k = np.linspace(0.0, 1.0, 6)
+    a0, a1 = H0 @ qp, H0 @ q
+    alpha = a0[:, None] + (a1 - a0)[:, None] * k  # straight lines between the postures
+    profile = np.array(g.get("swing_knee_profile", [0.6, 1.0, 1.0, 0.6]), dtype=float)
+    alpha[6, 1:5] += float(g["swing_knee_lift"]) * profile
+    alpha[7, 1:] = phi0  # swing foot flat from early swing on
+    # toe-roll ankle: linear in s through (s_hr, flat-foot value) and (1, touchdown value)
+    s_hr = float(g["heel_rise_s"])
+    pre = Bezier(alpha[:8])
+    hd = pre(s_hr)[0]
+    th = th_p + s_hr * (th_m - th_p)
+    ankle_hr = th + hd[4] / 2 - phi0  # q_shank(s_hr) - q_foot_flat
+    slope = (a1[8] - ankle_hr) / (1.0 - s_hr)
+    alpha[8] = a1[8] - slope * (1.0 - k)
+    return FootedDesign(q, qp, H0, Bezier(alpha), c, th_p, th_m, s_hr)
+
+
+@dataclass(frozen=True)
+class PhaseFL:
+    """Computed torque for one footed phase: ``[[D, -B], [J, 0]] [qdd; u] = [-(H+G); v]``.
+
+    Rows of ``J``: the shape outputs ``H0 - h_d'(s) c^T/dtheta`` (``v = -kp y - kd dy +
+    h_d'' sdot^2``) and, in the flat-foot phase, the phase row ``c^T/dtheta`` with
+    ``v = -ks (sdot - sdot_d)``. Square: n + nu unknowns, n + nu equations.
+
+    Attributes:
+        model: the phase model (9 or 10 coordinates). alpha: slope [rad].
+        H0: (p, n) rows. shapes: :class:`Bezier` with p rows. c: (n,) phase coefficients.
+        theta_plus, dtheta: phase offset and range [rad]. kp, kd: output gains.
+        speed: ``(ks, sdot_d)`` for the flat-foot phase-rate row, or None.
+    """
+
+    model: WalkerModel
+    alpha: float
+    H0: np.ndarray
+    shapes: Bezier
+    c: np.ndarray
+    theta_plus: float
+    dtheta: float
+    kp: float
+    kd: float
+    speed: tuple[float, float] | None = None
+    _pre: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        m = self.model
+        n, nu = m.B.shape
+        p = self.H0.shape[0]
+        K = np.zeros((n + p + (self.speed is not None), n + nu))
+        if K.shape[0] != K.shape[1]:
+            raise WalkerError(f"phase controller is not square: {p} outputs, {nu} actuators")
+        K[:n, n:] = -m.B
+        cd = self.c / self.dtheta
+        if self.speed is not None:
+            K[-1, :n] = cd
+        sh = self.shapes
+        self._pre.update(K=K, rhs=np.zeros(K.shape[0]), n=n, p=p, M=np.array(m.M),
+                         diagI=np.diag(m.I), gw=m.g * m.w, cd=cd,
+                         th0=self.theta_plus / self.dtheta,
+                         P012=np.vstack([sh.P0, sh.P1, sh.P2]), pow=sh._pow,
+                         off2=np.array([np.pi / 2, 0.0])[:, None, None])
+
+    def phase(self, q: np.ndarray) -> float:
+        """Normalized phase ``s``."""
+        return float(self._pre["cd"] @ q - self._pre["th0"])
+
+    def outputs(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(y (p,), dy (p,))`` of the shape outputs."""
+        s, sd = self.phase(q), float(self._pre["cd"] @ qd)
+        hd, hd1, _ = self.shapes(s)
+        return self.H0 @ q - hd, self.H0 @ qd - hd1 * sd
+
+    def accel(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Closed-loop ``(qdd (n,), u (nu,))``."""
+        P = self._pre
+        n, p = P["n"], P["p"]
+        K, rhs = P["K"], P["rhs"]
+        MT = P["M"] * np.sin((q[:, None] - q) + P["off2"])
+        K[:n, :n] = MT[0] + P["diagI"]
+        rhs[:n] = MT[1] @ (-(qd * qd)) + P["gw"] * np.sin(q + self.alpha)
+        cd = P["cd"]
+        s = cd @ q - P["th0"]
+        sd = cd @ qd
+        h = (P["P012"] @ (s ** P["pow"])).reshape(3, p)
+        K[n:n + p, :n] = self.H0 - h[1][:, None] * cd
+        rhs[n:n + p] = (-self.kp * (self.H0 @ q - h[0]) - self.kd * (self.H0 @ qd - h[1] * sd)
+                        + h[2] * (sd * sd))
+        if self.speed is not None:
+            rhs[-1] = -self.speed[0] * (sd - self.speed[1])
+        sol = _gesv(K, rhs)[2]
+        return sol[:n], sol[n:]
+
+
+@dataclass(frozen=True)
+class FootedWalker:
+    """The two phase controllers and the design of a footed walker on slope ``alpha``."""
+
+    model: WalkerModel
+    alpha: float
+    design: FootedDesign
+    flat: PhaseFL
+    toe: PhaseFL
+
+    @classmethod
+    def from_model(cls, model: WalkerModel, alpha: float = 0.0) -> FootedWalker:
+        """Build from the ``gait`` section of the model file.
+
+        Raises:
+            WalkerError: the model has no feet/gait section, or the design fails.
+        """
+        if "gait" not in model.params or "foot" not in model.params:
+            raise WalkerError(f"model '{model.name}' has no feet ('foot' and 'gait' sections)")
+        d = design_gait(model)
+        g = model.params["gait"]
+        kp, kd = float(g["kp"]), float(g["kd"])
+        dth = d.theta_minus - d.theta_plus
+        flat_model = model.frozen(N_FLAT)
+        flat = PhaseFL(flat_model, alpha, d.H0[:8, :N_FLAT], Bezier(d.shapes.alpha[:8]),
+                       d.c[:N_FLAT], d.theta_plus, dth, kp, kd,
+                       speed=(float(g["ks"]), float(g["speed"])))
+        toe = PhaseFL(model, alpha, d.H0, d.shapes, d.c, d.theta_plus, dth, kp, kd)
+        return cls(model, alpha, d, flat, toe)
+
+    def initial_state(self, speed: float | None = None) -> np.ndarray:
+        """Flat-foot state (18,) at ``s = 0`` on the constraints with ``ds/dt = speed``.
+
+        Raises:
+            WalkerError: ``speed <= 0``.
+        """
+        sd = float(self.model.params["gait"]["speed"]) if speed is None else speed
+        if sd <= 0:
+            raise WalkerError(f"phase rate {sd} cannot start a stride (must be > 0)")
+        f = self.flat
+        q = self.design.q_plus[:N_FLAT].copy()
+        hd1 = f.shapes(0.0)[1]
+        cd = f._pre["cd"]
+        J = np.vstack([f.H0 - np.outer(hd1, cd), cd])
+        qd = np.linalg.solve(J, np.append(np.zeros(8), sd))
+        return np.concatenate([q, qd])
+
+
+def _deriv(ctrl: PhaseFL):
+    n = ctrl.model.n
+
+    def deriv(x: np.ndarray, u):
+        qdd, ua = ctrl.accel(x[:n], x[n:])
+        return np.concatenate([x[n:], qdd]), ua
+
+    return deriv
+
+
+def walk_footed(walker: FootedWalker, x0: np.ndarray, strides: int, dt: float | None = None,
+                t_max: float = 3.0, progress=None) -> WalkResult:
+    """Simulate the footed walker from the flat-foot state ``x0`` (18,).
+
+    Each stride: flat foot until ``s = s_hr`` (heel rise), toe roll until the flat swing
+    foot touches down (guard armed when the swing toe is ``min_step`` ahead and moving
+    down), impact with the CoP check, relabeling. ``Stride.extra`` holds ``heel_rise_energy``
+    (energy before, after [J]), ``cop`` (CoP offset from the toe [m]), ``slap_moment``
+    [N m s], ``cop_ok``, ``toe_roll_duration`` [s].
+
+    Raises:
+        WalkerError: the initial state cannot start a stride.
+    """
+    m, d = walker.model, walker.design
+    g = m.params["gait"]
+    dt = float(g.get("dt", 5e-4)) if dt is None else dt
+    phi0 = foot_angle_flat(m)
+    L = float(m.params["foot"]["sole_length"])
+    leg = float(m.params["leg_length"])
+    min_step = float(m.params.get("min_step", 0.1))
+    x0 = np.asarray(x0, dtype=float)
+    if x0.shape != (2 * N_FLAT,):
+        raise WalkerError(f"footed initial state must have {2 * N_FLAT} entries")
+    if walker.flat._pre["cd"] @ x0[N_FLAT:] <= 0:
+        raise WalkerError("initial state cannot start a stride: phase rate <= 0")
+    a_hip = m.points["hip"]
+    a_toe = m.points["swing_foot"]
+
+    def hip_low(q_full: np.ndarray) -> bool:
+        return a_hip @ np.cos(q_full) < 0.5 * leg
+
+    recs: list[Stride] = []
+    ts, xs, us, idx, bases, phases = [], [], [], [], [], []
+    t0, base = 0.0, np.zeros(2)
+    x, q_foot = x0, phi0
+    fell, reason = False, None
+    cdf, cdt = walker.flat._pre["cd"], walker.toe._pre["cd"]
+    th0 = walker.flat._pre["th0"]
+    for i in range(strides):
+        # ---- flat foot -------------------------------------------------------------
+        def guard_hr(xx):
+            return True, d.s_heel_rise - (cdf @ xx[:N_FLAT] - th0)
+
+        def watch_flat(xx, xd, u):
+            if cdf @ xx[N_FLAT:] <= 0:
+                return "backward fall: phase variable stopped increasing"
+            if hip_low(np.append(xx[:N_FLAT], q_foot)):
+                return "fall: hip below half leg length"
+            return None
+
+        seg1 = integrate_until(_deriv(walker.flat), x, dt, t_max, guard_hr, watch_flat)
+        x10 = np.concatenate([seg1.x[:, :N_FLAT], np.full((len(seg1.t), 1), q_foot),
+                              seg1.x[:, N_FLAT:], np.zeros((len(seg1.t), 1))], axis=1)
+        ts.append(seg1.t + t0)
+        xs.append(x10)
+        us.append(seg1.u)
+        idx.append(np.full(len(seg1.t), i))
+        bases.append(np.tile(base, (len(seg1.t), 1)))
+        phases.append(np.zeros(len(seg1.t), dtype=int))
+        if seg1.event != "guard":
+            fell, reason = True, seg1.reason
+            break
+        # ---- heel rise: embed, positions and velocities continuous ------------------
+        xe = seg1.x[-1]
+        e_before = energy(m.frozen(N_FLAT), xe[:N_FLAT], xe[N_FLAT:], walker.alpha) + (
+            m.g * m.w[9] * np.cos(q_foot + walker.alpha))
+        xt = x10[-1]
+        e_after = energy(m, xt[:N_FULL], xt[N_FULL:], walker.alpha)
+        t1 = t0 + seg1.t[-1]
+
+        # ---- toe roll ---------------------------------------------------------------
+        def guard_td(xx):
+            q, qd = xx[:N_FULL], xx[N_FULL:]
+            s_, c_ = np.sin(q), np.cos(q)
+            return bool(a_toe @ s_ > min_step and -(a_toe * qd) @ s_ < 0), float(a_toe @ c_)
+
+        gt = m.g * np.array([np.sin(walker.alpha), -np.cos(walker.alpha)])
+
+        def watch_toe(xx, xd, u):
+            q, qd, qdd = xx[:N_FULL], xx[N_FULL:], xd[N_FULL:]
+            if cdt @ qd <= 0:
+                return "backward fall: phase variable stopped increasing"
+            if hip_low(q):
+                return "fall: hip below half leg length"
+            if q[9] < phi0 - 1e-3:
+                return "double support: stance heel fell back to the ground"
+            s_, c_ = np.sin(q), np.cos(q)
+            F = np.array([m.w @ (c_ * qdd - s_ * qd * qd), m.w @ (-s_ * qdd - c_ * qd * qd)])
+            F = F - m.m_total * gt
+            if F[1] <= 0:
+                return "liftoff: stance toe normal force <= 0"
+            if abs(F[0]) > m.mu * F[1]:
+                return "slip: toe force outside the friction cone"
+            return None
+
+        seg2 = integrate_until(_deriv(walker.toe), xt, dt, t_max, guard_td, watch_toe)
+        ts.append(seg2.t + t1)
+        xs.append(seg2.x)
+        us.append(seg2.u)
+        idx.append(np.full(len(seg2.t), i))
+        bases.append(np.tile(base, (len(seg2.t), 1)))
+        phases.append(np.ones(len(seg2.t), dtype=int))
+        if seg2.event != "guard":
+            fell, reason = True, seg2.reason
+            break
+        # ---- touchdown: 12-coordinate impact, 3 constraint rows --------------------------
+        xm = seg2.x[-1]
+        q, qd = xm[:N_FULL], xm[N_FULL:]
+        De = extended_inertia(m, q)
+        E = np.vstack([point_jacobian_extended(m, "swing_foot", q), np.eye(N_FULL + 2)[8]])
+        rep = solve_impact(De, E, np.append(qd, [0.0, 0.0]), m.mu, np.nan)
+        F_N, M = rep.impulse[1], rep.impulse[2]
+        cop = -M / F_N if F_N > 0 else np.nan
+        cop_ok = bool(-L <= cop <= 0.0)
+        step = point(m, "swing_foot", q)
+        qp = q[list(m.relabel)]
+        qdp = rep.qd_e[:N_FULL][list(m.relabel)]
+        x_plus = np.concatenate([qp[:N_FLAT], qdp[:N_FLAT]])
+        dur = float(seg1.t[-1] + seg2.t[-1])
+        recs.append(Stride(dur, float(step[0]), rep.impulse, rep, xm, x_plus, extra={
+            "heel_rise_energy": (float(e_before), float(e_after)), "cop": float(cop),
+            "cop_ok": cop_ok, "slap_moment": float(M),
+            "toe_roll_duration": float(seg2.t[-1]), "foot_lock_residual": float(qp[9] - phi0),
+        }))
+        why = rep.failure() or (None if cop_ok else
+                                f"foot slap: centre of pressure {cop:.3f} m outside the sole")
+        if why:
+            fell, reason = True, why
+            break
+        base = base + step
+        t0 = t1 + seg2.t[-1]
+        x, q_foot = x_plus, float(qp[9])
+        if progress is not None:
+            progress(i)
+    return WalkResult(m, walker.alpha, recs, fell, reason, np.concatenate(ts),
+                      np.concatenate(xs), np.concatenate(us), np.concatenate(idx),
+                      np.concatenate(bases), np.concatenate(phases))

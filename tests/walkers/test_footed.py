@@ -1,0 +1,67 @@
+"""Footed humanoid: flat foot -> heel rise -> toe roll -> flat-foot touchdown, 10 strides."""
+
+import numpy as np
+import pytest
+
+from rbc.walkers.footed import (FootedWalker, design_gait, foot_angle_flat, sole_points,
+                                walk_footed)
+from rbc.walkers.impact import extended_inertia, point_jacobian_extended, solve_impact
+from rbc.walkers.model import angular_momentum, point
+from rbc.walkers.registry import load_model
+
+
+@pytest.fixture(scope="module")
+def run():
+    m = load_model("humanoid")
+    w = FootedWalker.from_model(m, 0.0)
+    return w, walk_footed(w, w.initial_state(), 10, dt=1e-3)
+
+
+def test_footed_walks_10_strides_with_checks(run):
+    w, res = run
+    assert not res.fell, res.fall_reason
+    assert len(res.strides) == 10
+    L = w.model.params["foot"]["sole_length"]
+    for s in res.strides:
+        assert s.impact.normal_ok and s.impact.cone_ok and s.impact.liftoff_ok
+        assert s.extra["cop_ok"] and -L <= s.extra["cop"] <= 0.0
+        assert s.length > 0.2
+        # heel rise: same state embedded, energy identical to the last digits (a few ulp
+        # of ~200 J from summing the frozen foot's potential separately)
+        e0, e1 = s.extra["heel_rise_energy"]
+        assert abs(e1 - e0) <= 4 * np.finfo(float).eps * abs(e0)
+    # both phases occur in every stride
+    for i in range(10):
+        assert set(res.phase[res.stride_index == i]) == {0, 1}
+
+
+def test_touchdown_posture_is_consistent():
+    m = load_model("humanoid")
+    d = design_gait(m)
+    pts = sole_points(m, d.q_minus)
+    # flat swing foot on the ground: toe and heel at height 0 (brentq to 1e-15 rad)
+    assert abs(pts["toe_sw"][1]) < 1e-12 and abs(pts["heel_sw"][1]) < 1e-12
+    assert pts["toe_sw"][0] > 0.2  # landing ahead of the stance toe
+    assert pts["heel_st"][1] > 0.0  # the stance heel is up in toe roll
+    # the relabeled posture has the new stance foot flat and stride ankle-to-toe shift:
+    # the ankle is 12 cm behind and 4 cm above the toe when flat
+    assert d.q_plus[9] == pytest.approx(foot_angle_flat(m), abs=1e-15)
+    np.testing.assert_allclose(point(m, "ankle_st", d.q_plus), [-0.12, 0.04], atol=1e-5)
+
+
+def test_foot_impact_moment_balance():
+    """The angular impulse about the new toe equals the locking moment (clockwise): an
+    independent check of the 3-row block system (12 extended coordinates)."""
+    m = load_model("humanoid")
+    d = design_gait(m)
+    q = d.q_minus
+    qd = np.random.default_rng(0).uniform(-1, 1, 10)
+    De = extended_inertia(m, q)
+    E = np.vstack([point_jacobian_extended(m, "swing_foot", q), np.eye(12)[8]])
+    rep = solve_impact(De, E, np.append(qd, [0.0, 0.0]), m.mu, np.nan)
+    toe = point(m, "swing_foot", q)
+    L0 = angular_momentum(m, q, qd, about=toe)
+    L1 = angular_momentum(m, q, rep.qd_e[:10], about=toe, base_velocity=rep.qd_e[10:])
+    # round-off of a 15x15 solve with entries up to ~30 kg
+    assert abs((L1 - L0) - rep.impulse[2]) < 1e-12 * max(1.0, abs(L0))
+    assert abs(rep.qd_e[8]) < 1e-13  # the foot orientation is locked
