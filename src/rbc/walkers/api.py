@@ -1,0 +1,101 @@
+"""Named walks: the functions the command line calls (no numerics in the CLI).
+
+``run_walk`` and ``find_gait`` resolve a model and controller by name, choose the starting
+state the model file prescribes, and dispatch to the point-foot simulator
+(:mod:`rbc.walkers.simulate`) or the footed one (:mod:`rbc.walkers.footed`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rbc.walkers.controllers import CONTROLLERS, make_controller
+from rbc.walkers.errors import WalkerError
+from rbc.walkers.poincare import FixedPoint, find_fixed_point, stride_map
+from rbc.walkers.registry import load_model
+from rbc.walkers.simulate import WalkResult, walk
+
+
+def _is_footed(model) -> bool:
+    return "gait" in model.params
+
+
+def default_slope(name: str) -> float:
+    """Slope [rad] the model file suggests (``slope``), else 0."""
+    return float(load_model(name).params.get("slope", 0.0))
+
+
+def _setup(name: str, controller: str, slope: float):
+    model = load_model(name)
+    if controller not in CONTROLLERS:
+        raise WalkerError(f"unknown controller '{controller}'", choices=CONTROLLERS,
+                          got=controller)
+    if not -np.pi / 4 < slope < np.pi / 4:
+        raise WalkerError(f"slope {slope} rad cannot be walked; expected |slope| < pi/4")
+    if _is_footed(model):
+        if controller != "fl":
+            raise WalkerError(f"model '{name}' is footed and only walks under feedback "
+                              f"control, not '{controller}'", choices=["fl"])
+        from rbc.walkers.footed import FootedWalker
+
+        w = FootedWalker.from_model(model, slope)
+        return model, w, w.initial_state()
+    ctrl = make_controller(controller, model, slope)
+    if controller == "passive":
+        if slope <= 0:
+            raise WalkerError(f"a passive walker needs a downhill slope > 0 to start a "
+                              f"stride, got {slope} rad")
+        if "initial_state" not in model.params:
+            raise WalkerError(f"model '{name}' has no passive initial state",
+                              choices=["compass"])
+        return model, ctrl, np.array(model.params["initial_state"], dtype=float)
+    from rbc.walkers.vc import vc_initial_state
+
+    rate = float(model.params["controller"].get("initial_phase_rate", 1.0))
+    return model, ctrl, vc_initial_state(ctrl, rate)
+
+
+def run_walk(name: str, controller: str, slope: float, strides: int,
+             dt: float | None = None, progress=None) -> WalkResult:
+    """Simulate ``strides`` strides of model ``name`` under ``controller`` on ``slope``.
+
+    Args:
+        dt: RK4 step [s] (default: the model's ``dt`` or 1 ms).
+        progress: optional ``progress(i)`` called after stride i.
+
+    Raises:
+        WalkerError: unknown model/controller, unusable slope or starting state.
+    """
+    if strides < 1:
+        raise WalkerError(f"strides must be >= 1, got {strides}")
+    model, ctrl, x0 = _setup(name, controller, slope)
+    if _is_footed(model):
+        from rbc.walkers.footed import walk_footed
+
+        return walk_footed(ctrl, x0, strides, dt=dt or 1e-3, progress=progress)
+    return walk(model, ctrl, slope, x0, strides,
+                dt=dt or float(model.params.get("dt", 1e-3)), progress=progress)
+
+
+def find_gait(name: str, controller: str, slope: float, dt: float | None = None) -> FixedPoint:
+    """Period-one gait of ``name`` by Newton on the Poincaré map, from the model's start.
+
+    Raises:
+        WalkerError: as :func:`run_walk`, or Newton fails / a stride falls.
+    """
+    model, ctrl, x0 = _setup(name, controller, slope)
+    if _is_footed(model):
+        from rbc.walkers.footed import walk_footed
+
+        def pmap(x):
+            r = walk_footed(ctrl, x, 1, dt=dt or 1e-3)
+            if r.fell or not r.strides:
+                raise WalkerError(f"stride failed: {r.fall_reason}")
+            return r.strides[0].x_plus, r.strides[0].duration
+
+        # settle onto the gait first: Newton from a point near the orbit
+        r = walk_footed(ctrl, x0, 3, dt=dt or 1e-3)
+        x0 = r.strides[-1].x_plus if r.strides else x0
+        return find_fixed_point(pmap, x0, tol=1e-9)
+    return find_fixed_point(stride_map(model, ctrl, slope,
+                                       dt or float(model.params.get("dt", 1e-3))), x0)

@@ -1,0 +1,60 @@
+"""``rbc walk`` through typer's CliRunner on the walk sub-app."""
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from rbc.cli.walk import app
+from rbc.errors import RbcError
+
+runner = CliRunner()
+
+
+def test_run_json_compass(tmp_path):
+    r = runner.invoke(app, ["run", "--model", "compass", "--slope", "0.0523599",
+                            "--strides", "3", "--out", str(tmp_path), "--json"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["strides_completed"] == 3 and data["fell"] is False
+    assert data["fall_reason"] is None
+    assert len(data["strides"]) == 3
+    s = data["strides"][-1]
+    # speed is length / duration, independently recomputed
+    assert s["speed"] == pytest.approx(s["length"] / s["duration"], rel=1e-12)
+    names = {p.name for p in tmp_path.iterdir()}
+    assert {"compass_phase.png", "compass.gif"} <= names
+    assert any(n.startswith("compass_log.") for n in names)
+
+
+def test_run_human_table():
+    r = runner.invoke(app, ["run", "--model", "compass", "--strides", "2"])
+    assert r.exit_code == 0, r.output
+    assert "2 strides completed" in r.stdout and "cone use" in r.stdout
+
+
+def test_fixedpoint_json():
+    r = runner.invoke(app, ["fixedpoint", "--model", "compass", "--slope", "0.0523599",
+                            "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert set(d) == {"fixed_point", "eigenvalues", "spectral_radius", "step_period"}
+    mags = [np.hypot(*e) for e in d["eigenvalues"]]
+    assert d["spectral_radius"] == pytest.approx(max(mags))
+    assert d["spectral_radius"] < 1
+    assert len(d["fixed_point"]) == 4
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["run", "--model", "rabit"], "rabbit"),
+    (["run", "--controller", "pid"], "passive, fl"),
+    (["run", "--model", "compass", "--slope", "0.0"], "downhill"),
+    (["run", "--model", "humanoid", "--controller", "passive"], "fl"),
+    (["fixedpoint", "--model", "nope"], "compass"),
+])
+def test_errors_are_rbc_errors_with_choices(args, needle):
+    r = runner.invoke(app, args)
+    assert r.exit_code != 0
+    assert isinstance(r.exception, RbcError)
+    assert needle in str(r.exception)
