@@ -87,7 +87,8 @@ class WalkerModel:
         object.__setattr__(self, "B", _lock(self.B))
         object.__setattr__(self, "limits", _lock(self.limits).reshape(-1, 4))
         object.__setattr__(self, "points", {k: _lock(v) for k, v in self.points.items()})
-        object.__setattr__(self, "M", _lock(A.T @ (m[:, None] * A)))
+        M = A.T @ (m[:, None] * A)
+        object.__setattr__(self, "M", _lock(0.5 * (M + M.T)))  # exactly symmetric
         object.__setattr__(self, "w", _lock(A.T @ m))
         object.__setattr__(self, "m_total", float(m.sum()))
 

@@ -108,31 +108,37 @@ def make_watch(model: WalkerModel, alpha: float):
     c = phase_coefficients(model)
     n = model.n
     hip = model.points["hip"]
-    gt = model.g * np.array([np.sin(alpha), -np.cos(alpha)])
+    mgx, mgy = model.m_total * model.g * np.sin(alpha), -model.m_total * model.g * np.cos(alpha)
     w = model.w
     lim = model.limits
+    pa, ch = lim[:, 0].astype(int), lim[:, 1].astype(int)
+    lo, hi = lim[:, 2], lim[:, 3]
+    half = 0.5 * leg
+    mu = model.mu
 
     def watch(x: np.ndarray, xd: np.ndarray, u: np.ndarray) -> str | None:
         q, qd, qdd = x[:n], x[n:], xd[n:]
-        s, co = np.sin(q), np.cos(q)
-        hx, hy = hip @ s, hip @ co
-        if hy < 0.5 * leg:
+        co = np.cos(q)
+        if hip @ co < half:
+            hx = hip @ np.sin(q)
             return "forward fall: hip below half leg length" if hx > 0 else (
                 "backward fall: hip below half leg length")
         if c @ qd <= 0.0:
             return "backward fall: phase variable stopped increasing"
         # stance reaction F = sum_k m_k cdd_k - m_tot g_t, cdd_k = sum_j A_kj (v qdd - u qd^2)
-        qd2 = qd * qd
-        F = np.array([w @ (co * qdd - s * qd2), w @ (-s * qdd - co * qd2)]) - model.m_total * gt
-        if F[1] <= 0.0:
+        wc, ws, qd2 = w * co, w * np.sin(q), qd * qd
+        Fy = -(ws @ qdd) - wc @ qd2 - mgy
+        if Fy <= 0.0:
             return "liftoff: stance foot normal force <= 0"
-        if abs(F[0]) > model.mu * F[1]:
+        if abs(wc @ qdd - ws @ qd2 - mgx) > mu * Fy:
             return "slip: stance force outside the friction cone"
-        for pa, ch, lo, hi in lim:
-            rel = q[int(ch)] - q[int(pa)]
-            if not lo <= rel <= hi:
-                return (f"joint limit: {model.coords[int(ch)]} - {model.coords[int(pa)]} = "
-                        f"{rel:.3f} rad outside [{lo}, {hi}]")
+        if len(lim):
+            rel = q[ch] - q[pa]
+            bad = (rel < lo) | (rel > hi)
+            if bad.any():
+                k = int(np.argmax(bad))
+                return (f"joint limit: {model.coords[ch[k]]} - {model.coords[pa[k]]} = "
+                        f"{rel[k]:.3f} rad outside [{lo[k]}, {hi[k]}]")
         return None
 
     return watch
