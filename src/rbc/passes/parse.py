@@ -12,8 +12,9 @@ file, the YAML path (``joints[3].axis``), what was expected and the valid choice
 parser never silently fixes a physically wrong record: the only normalisations are of
 directions (axes) and of quaternions whose norm is already within 1e-6 of 1.
 
-YAML is read with ``yaml.safe_load``; a second, construction-free ``yaml.compose`` walk
-(SafeLoader) finds duplicate mapping keys, which ``safe_load`` would silently overwrite.
+YAML is read with ``yaml.safe_load`` semantics (the SafeLoader, LibYAML-accelerated when
+available): the document is composed once, its node tree is checked for duplicate mapping
+keys (which ``safe_load`` would silently overwrite), then constructed as plain data.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -379,8 +380,12 @@ def _pose_field(r: _Reader, key: str, frames: Mapping[str, Pose] | None, host: s
     return _pose(r.sub(key, FRAME_REF_KEYS if frames is not None else POSE_KEYS), frames, host)
 
 
-def _ref(ctx: _Ctx, path: str, name: str, known: Sequence[str], what: str) -> str:
-    """Check that ``name`` is one of ``known`` (the names of a record section)."""
+def _ref(ctx: _Ctx, path: str, name: str, known: Collection[str], what: str) -> str:
+    """Check that ``name`` is one of ``known`` (the names of a record section).
+
+    ``known`` should be a dict or set (O(1) membership); the list of choices is built only
+    for the error message.
+    """
     if name not in known:
         raise ctx.error(path, f"unknown {what} '{name}'", choices=list(known), got=name)
     return name
@@ -555,7 +560,7 @@ def _joint(ctx: _Ctx, path: str, value: Any, bodies: Mapping[str, Body]) -> Join
     r.only((*JOINT_COMMON, *spec.keys), f"a {kind} joint")
     ends = {}
     for end in ("parent", "child"):
-        host = _ref(ctx, r.at(end), r.get(end, _string), list(bodies), "body")
+        host = _ref(ctx, r.at(end), r.get(end, _string), bodies, "body")
         frames = dict(bodies[host].frames)
         ends[end] = host, _pose_field(r, f"{end}_frame", frames, host)
     needs_axis = "axis" in spec.keys
@@ -696,7 +701,7 @@ def _placed(
     """Shared part of supports and tasks: ``name``, ``body`` and an inline pose or frame."""
     r = _Reader(ctx, path, value, ("name", "body", *FRAME_REF_KEYS, *extra))
     name = r.get("name", _string)
-    body = _ref(ctx, r.at("body"), r.get("body", _string), list(bodies), "body")
+    body = _ref(ctx, r.at("body"), r.get("body", _string), bodies, "body")
     return r, name, body, _pose(r, dict(bodies[body].frames), body)
 
 
@@ -792,7 +797,7 @@ def _check_roots(ctx: _Ctx, record: Record) -> None:
 def _check_one_coordinate(
     ctx: _Ctx, path: str, name: str, joints: Mapping[str, Joint], what: str
 ) -> Joint:
-    joint = joints[_ref(ctx, path, name, list(joints), "joint")]
+    joint = joints[_ref(ctx, path, name, joints, "joint")]
     if joint.type not in ONE_COORDINATE:
         raise ctx.error(
             path,
@@ -818,7 +823,7 @@ def check_record(record: Record, file: str | Path | None = None) -> None:
         _check_unique(ctx, section, [x.name for x in getattr(record, section)])
     for i, body in enumerate(record.bodies):
         _check_inertia(ctx, f"bodies[{i}]", body)
-    bodies = [b.name for b in record.bodies]
+    bodies = dict.fromkeys(b.name for b in record.bodies)
     for i, j in enumerate(record.joints):
         _ref(ctx, f"joints[{i}].parent", j.parent, bodies, "body")
         _ref(ctx, f"joints[{i}].child", j.child, bodies, "body")
@@ -865,7 +870,7 @@ def check_record(record: Record, file: str | Path | None = None) -> None:
             _ref(ctx, f"{section}[{i}].body", x.body, bodies, "body")
     seen: set[str] = set()
     for i, name in enumerate(record.independent):
-        _ref(ctx, f"independent[{i}]", name, list(joints), "joint")
+        _ref(ctx, f"independent[{i}]", name, joints, "joint")
         if name in seen:
             raise ctx.error(
                 f"independent[{i}]", f"joint '{name}' listed twice", expected="unique joint names"
@@ -902,10 +907,14 @@ def _schema_version(ctx: _Ctx, path: str, value: Any) -> int:
     return SCHEMA_VERSION
 
 
-def _check_duplicate_keys(ctx: _Ctx, text: str) -> None:
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """``yaml.safe_load`` semantics (SafeConstructor: plain data only), LibYAML-accelerated
+    when PyYAML was built with it (pure-Python PyYAML costs ~20 ms per four-bar loop)."""
+
+
+def _check_duplicate_keys(ctx: _Ctx, root: yaml.Node) -> None:
     """Reject duplicate mapping keys (``safe_load`` keeps the last silently)."""
-    root = yaml.compose(text, Loader=yaml.SafeLoader)
-    stack: list[tuple[yaml.Node, str]] = [(root, "")] if root is not None else []
+    stack: list[tuple[yaml.Node, str]] = [(root, "")]
     seen_nodes: set[int] = set()
     while stack:
         node, path = stack.pop()
@@ -930,15 +939,21 @@ def _check_duplicate_keys(ctx: _Ctx, text: str) -> None:
 
 
 def _load(ctx: _Ctx, text: str) -> dict:
+    """Compose the YAML once, check keys on the node tree, then construct safe data."""
+    loader = _Loader(text)
     try:
-        data = yaml.safe_load(text)
-        _check_duplicate_keys(ctx, text)
+        node = loader.get_single_node()
+        if node is not None:
+            _check_duplicate_keys(ctx, node)
+        data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise ctx.error("", f"YAML syntax error{where}: {exc.problem or exc}") from None
     except yaml.YAMLError as exc:
         raise ctx.error("", f"YAML error: {exc}") from None
+    finally:
+        loader.dispose()
     if data is None:
         raise ctx.error("", "empty record", expected="a YAML mapping starting with 'rbc: 1'")
     if not isinstance(data, dict):
