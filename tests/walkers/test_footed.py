@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 
-from rbc.walkers.footed import (FootedWalker, design_gait, foot_angle_flat, sole_points,
-                                walk_footed)
+from rbc.walkers.footed import FootedWalker, design_gait, foot_angle_flat, sole_points, walk_footed
 from rbc.walkers.impact import extended_inertia, point_jacobian_extended, solve_impact
 from rbc.walkers.model import angular_momentum, point
 from rbc.walkers.registry import load_model

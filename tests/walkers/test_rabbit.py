@@ -65,3 +65,32 @@ def test_non_monotone_phase_is_rejected():
     x0[5:] *= -1  # walking backwards
     with pytest.raises(WalkerError, match="cannot start a stride"):
         walk(m, make_controller("fl", m, 0.0), 0.0, x0, 1)
+
+
+@pytest.mark.slow
+def test_rabbit_poincare_eigenvalue_is_hybrid_zero_dynamics_delta_squared():
+    """Newton + FD Jacobian of the full 10-D Poincaré map vs. the closed-form HZD result:
+    the restricted map is zeta -> delta^2 zeta - V_zero, so its eigenvalue is delta^2 with
+    delta = sigma+ / sigma- the ratio of angular momenta about the stance contact across the
+    impact (Westervelt et al. 2007, Thm. 5.3 / eq. (5.68)); the transverse eigenvalues are
+    ~exp(-20 T) ~ 0 under the (s + 20)^2 output dynamics."""
+    from rbc.walkers.api import find_gait
+    from rbc.walkers.impact import point_foot_impact, relabel
+    from rbc.walkers.model import angular_momentum
+
+    m = load_model("rabbit")
+    vc = make_controller("fl", m, 0.0).vc
+    hd, hd1, _ = vc.shapes(1.0)
+    qm = np.linalg.solve(np.vstack([vc.H0, vc.c]), np.append(hd, vc.theta_minus))
+    J = vc.H0 - np.outer(hd1, vc.c / vc.dtheta)
+    qdm = np.linalg.solve(np.vstack([J, vc.c]), np.append(np.zeros(4), 1.0))
+    rep = point_foot_impact(m, qm, qdm)
+    qp, qdp = relabel(m, qm, rep.qd_e[:5])
+    delta = (angular_momentum(m, qp, qdp, np.zeros(2))
+             / angular_momentum(m, qm, qdm, np.zeros(2)))
+    fp = find_gait("rabbit", "fl", 0.0)
+    ev = sorted(np.abs(fp.eigenvalues))
+    # FD Jacobian (eps 1e-6) of a map computed to ~1e-12: eigenvalue error ~1e-6
+    assert ev[-1] == pytest.approx(delta**2, abs=1e-5)
+    assert ev[-2] < 1e-3
+    assert fp.spectral_radius < 1

@@ -323,12 +323,13 @@ def walk_footed(walker: FootedWalker, x0: np.ndarray, strides: int, dt: float | 
     fell, reason = False, None
     cdf, cdt = walker.flat._pre["cd"], walker.toe._pre["cd"]
     th0 = walker.flat._pre["th0"]
+    gt = m.g * np.array([np.sin(walker.alpha), -np.cos(walker.alpha)])
     for i in range(strides):
         # ---- flat foot -------------------------------------------------------------
         def guard_hr(xx):
             return True, d.s_heel_rise - (cdf @ xx[:N_FLAT] - th0)
 
-        def watch_flat(xx, xd, u):
+        def watch_flat(xx, xd, u, q_foot=q_foot):
             if cdf @ xx[N_FLAT:] <= 0:
                 return "backward fall: phase variable stopped increasing"
             if hip_low(np.append(xx[:N_FLAT], q_foot)):
@@ -360,8 +361,6 @@ def walk_footed(walker: FootedWalker, x0: np.ndarray, strides: int, dt: float | 
             q, qd = xx[:N_FULL], xx[N_FULL:]
             s_, c_ = np.sin(q), np.cos(q)
             return bool(a_toe @ s_ > min_step and -(a_toe * qd) @ s_ < 0), float(a_toe @ c_)
-
-        gt = m.g * np.array([np.sin(walker.alpha), -np.cos(walker.alpha)])
 
         def watch_toe(xx, xd, u):
             q, qd, qdd = xx[:N_FULL], xx[N_FULL:], xd[N_FULL:]

@@ -78,7 +78,7 @@ def animation(res: WalkResult, path: str | Path, max_frames: int = 60, fps: int 
         for k in frames:
             q = res.x[k, :n]
             b = res.base[k]
-            for ln, seg in zip(lines, sketch):
+            for ln, seg in zip(lines, sketch, strict=True):
                 pts = [np.zeros(2)] if len(seg) == 1 else []
                 pts += [point(m, s, q) for s in seg]
                 P = world(np.array(pts) + b)

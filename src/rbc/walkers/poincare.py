@@ -66,7 +66,9 @@ def find_fixed_point(pmap, x0: np.ndarray, tol: float = 1e-10, max_iter: int = 2
         WalkerError: Newton did not converge.
     """
     x = np.asarray(x0, dtype=float).copy()
-    for it in range(1, max_iter + 1):
+    it = 0
+    while it < max_iter:
+        it += 1
         px, _ = pmap(x)
         r = px - x
         J = poincare_jacobian(pmap, x)

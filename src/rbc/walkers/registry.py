@@ -8,7 +8,7 @@ friction coefficient, the stance-exchange relabeling and free-form controller da
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -87,7 +87,7 @@ def model_from_dict(data: dict[str, Any], where: str = "<dict>") -> WalkerModel:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_model(name: str) -> WalkerModel:
     """Load registered model ``name``.
 

@@ -108,9 +108,7 @@ def integrate_until(
         x1 = rk4_step(deriv, x, dt, u, k1)
         armed1, val1 = guard(x1)
         if armed and armed1 and val > 0.0 >= val1:
-            x0_, u0_, k10 = x, u, k1
-
-            def g_of_h(h: float) -> float:
+            def g_of_h(h: float, x0_=x, u0_=u, k10=k1) -> float:
                 return guard(rk4_step(deriv, x0_, h, u0_, k10))[1]
 
             h = brentq(g_of_h, 0.0, dt, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=200)

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from math import comb
 
 import numpy as np
-
 from scipy.linalg.lapack import dgesv as _gesv
 
 from rbc.walkers.errors import WalkerError
