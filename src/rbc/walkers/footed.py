@@ -194,7 +194,9 @@ class PhaseFL:
                          diagI=np.diag(m.I), gw=m.g * m.w, cd=cd,
                          th0=self.theta_plus / self.dtheta,
                          P012=np.vstack([sh.P0, sh.P1, sh.P2]), pow=sh._pow,
-                         off2=np.array([np.pi / 2, 0.0])[:, None, None])
+                         off2=np.array([np.pi / 2, 0.0])[:, None, None],
+                         qa=np.append(np.zeros(n), -self.alpha), va=np.append(np.zeros(n), 1.0),
+                         Mg=np.hstack([-np.array(m.M), (m.g * m.w)[:, None]]))
 
     def phase(self, q: np.ndarray) -> float:
         """Normalized phase ``s``."""
@@ -211,9 +213,12 @@ class PhaseFL:
         P = self._pre
         n, p = P["n"], P["p"]
         K, rhs = P["K"], P["rhs"]
-        MT = P["M"] * np.sin((q[:, None] - q) + P["off2"])
-        K[:n, :n] = MT[0] + P["diagI"]
-        rhs[:n] = MT[1] @ (-(qd * qd)) + P["gw"] * np.sin(q + self.alpha)
+        qa, va = P["qa"], P["va"]
+        qa[:n] = q
+        va[:n] = qd * qd
+        T = np.sin((q[:, None] - qa) + P["off2"])  # cos/sin(q_i - q_j), last col q_n = -alpha
+        K[:n, :n] = P["M"] * T[0, :, :n] + P["diagI"]  # D
+        rhs[:n] = (P["Mg"] * T[1]) @ va  # -H - G
         cd = P["cd"]
         s = cd @ q - P["th0"]
         sd = cd @ qd

@@ -46,10 +46,11 @@ def rk4_step(
     """
     if k1 is None:
         k1 = deriv(x, u)[0]
-    k2 = deriv(x + 0.5 * h * k1, u)[0]
-    k3 = deriv(x + 0.5 * h * k2, u)[0]
+    h2 = 0.5 * h
+    k2 = deriv(x + h2 * k1, u)[0]
+    k3 = deriv(x + h2 * k2, u)[0]
     k4 = deriv(x + h * k3, u)[0]
-    return x + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+    return x + (h / 6.0) * ((k1 + k4) + 2.0 * (k2 + k3))
 
 
 @dataclass

@@ -173,7 +173,14 @@ class FeedbackLinearization:
             "P012": np.vstack([sh.P0, sh.P1, sh.P2]),  # (3p, M+1)
             "pow": sh._pow, "cd": vc.c / vc.dtheta, "th0": vc.theta_plus / vc.dtheta,
             "H0c": np.vstack([vc.H0, vc.c / vc.dtheta]),  # (p+1, n)
+            "gains": np.array([-self.kp, -self.kd]),
+            "cubic": sh.P0.shape[1] == 4,
             "off2": np.array([np.pi / 2, 0.0])[:, None, None],  # cos, sin of q_i - q_j
+            # augmented column n: q_n := -alpha, so sin(q_i - q_n) = sin(q_i + alpha) and
+            # gravity rides in the same trig call: rhs = (Mg * sin(q_i - q_j)) @ [qd^2, 1]
+            "qa": np.append(np.zeros(n), -self.alpha),
+            "va": np.append(np.zeros(n), 1.0),
+            "Mg": np.hstack([-np.array(m.M), (m.g * m.w)[:, None]]),
         }
         object.__setattr__(self, "_pre", pre)
 
@@ -190,18 +197,20 @@ class FeedbackLinearization:
         P = self._pre
         n, p = P["n"], P["p"]
         K, rhs = P["K"], P["rhs"]
-        MT = P["M"] * np.sin((q[:, None] - q) + P["off2"])  # (2, n, n): M cos, M sin
-        K[:n, :n] = MT[0] + P["diagI"]
-        rhs[:n] = MT[1] @ (-(qd * qd)) + P["gw"] * np.sin(q + self.alpha)
-        Hq = P["H0c"] @ q  # (p+1,): [H0 q; theta/dtheta]
-        Hqd = P["H0c"] @ qd  # (p+1,): [H0 qd; sdot]
-        s = Hq[p] - P["th0"]
-        sd = Hqd[p]
-        h = (P["P012"] @ (s ** P["pow"])).reshape(3, p)  # h_d, h_d', h_d''
+        qa, va = P["qa"], P["va"]
+        qa[:n] = q
+        va[:n] = qd * qd
+        T = np.sin((q[:, None] - qa) + P["off2"])  # (2, n, n+1): cos, sin of q_i - q_j
+        K[:n, :n] = P["M"] * T[0, :, :n] + P["diagI"]  # D
+        rhs[:n] = (P["Mg"] * T[1]) @ va  # -H - G
+        Hx = P["H0c"] @ np.array((q, qd)).T  # (p+1, 2): [H0 q, H0 qd; theta/dtheta, sdot]
+        s = Hx[p, 0] - P["th0"]
+        sd = Hx[p, 1]
+        pw = np.array((1.0, s, s * s, s * s * s)) if P["cubic"] else s ** P["pow"]
+        h = (P["P012"] @ pw).reshape(3, p)  # h_d, h_d', h_d''
         K[n:, :n] = self.vc.H0 - h[1][:, None] * P["cd"]
         # v + drift = -kp (H0 q - h_d) - kd (H0 qd - h_d' sd) + h_d'' sd^2
-        rhs[n:] = np.array((self.kp, self.kd * sd, sd * sd)) @ h - self.kp * Hq[:p] - (
-            self.kd * Hqd[:p])
+        rhs[n:] = np.array((self.kp, self.kd * sd, sd * sd)) @ h + Hx[:p] @ P["gains"]
         sol = _gesv(K, rhs)[2]  # LAPACK dgesv directly: numpy's wrapper costs 3x more here
         return sol[:n], sol[n:]
 
