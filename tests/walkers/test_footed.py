@@ -3,7 +3,14 @@
 import numpy as np
 import pytest
 
-from rbc.walkers.footed import FootedWalker, design_gait, foot_angle_flat, sole_points, walk_footed
+from rbc.walkers.footed import (
+    FootedWalker,
+    design_gait,
+    foot_angle_flat,
+    freed_foot_impact,
+    sole_points,
+    walk_footed,
+)
 from rbc.walkers.impact import extended_inertia, point_jacobian_extended, solve_impact
 from rbc.walkers.model import angular_momentum, point
 from rbc.walkers.registry import load_model
@@ -64,3 +71,23 @@ def test_foot_impact_moment_balance():
     # round-off of a 15x15 solve with entries up to ~30 kg
     assert abs((L1 - L0) - rep.impulse[2]) < 1e-12 * max(1.0, abs(L0))
     assert abs(rep.qd_e[8]) < 1e-13  # the foot orientation is locked
+
+
+def test_freed_foot_11_coordinate_impact_matches_12_coordinate_form():
+    """The 11-coordinate impact (new chart, foot orientation locked by construction)
+    equals the 12-coordinate old-chart form with an explicit orientation row, when the
+    landing foot does not rotate before impact."""
+    m = load_model("humanoid")
+    q = design_gait(m).q_minus
+    qd = np.random.default_rng(3).uniform(-1, 1, 10)
+    qd[8] = 0.0  # landing foot not rotating (the flat-foot swing constraint)
+    rep11, qdp11, M11 = freed_foot_impact(m, q, qd)
+    De = extended_inertia(m, q)
+    E = np.vstack([point_jacobian_extended(m, "swing_foot", q), np.eye(12)[8]])
+    rep12 = solve_impact(De, E, np.append(qd, [0.0, 0.0]), m.mu, np.nan)
+    qdp12 = rep12.qd_e[:10][list(m.relabel)]
+    # two different linear systems (11+2 vs 12+3 unknowns): agreement to round-off
+    np.testing.assert_allclose(qdp11, qdp12, atol=1e-12)
+    np.testing.assert_allclose(rep11.impulse, rep12.impulse, atol=1e-11)
+    # old stance toe velocity: base velocity in the old chart vs point velocity in the new
+    assert rep11.liftoff_velocity == pytest.approx(rep12.qd_e[11], abs=1e-12)

@@ -39,3 +39,21 @@ def test_unknown_controller_lists_choices():
 def test_fl_needs_virtual_constraints():
     with pytest.raises(WalkerError, match="virtual constraints"):
         make_controller("fl", load_model("compass"), 0.0)
+
+
+@pytest.mark.parametrize("name", model_names())
+def test_relabeling_describes_the_same_body(name):
+    """Seen from the swing foot with relabeled coordinates, the masses are where they were:
+    {c_k(q)} = {p_swing_foot(q) + c_k(R q)} as sets (the tree is symmetric under the leg
+    exchange, which relabeling by permutation assumes)."""
+    from rbc.walkers.model import mass_positions, point
+
+    m = load_model(name)
+    q = np.random.default_rng(4).uniform(-0.4, 0.4, m.n)
+    old = mass_positions(m, q)
+    new = mass_positions(m, q[list(m.relabel)]) + point(m, "swing_foot", q)
+    key = np.lexsort((old[:, 1], old[:, 0]))
+    key2 = np.lexsort((new[:, 1], new[:, 0]))
+    # round-off of sums of a few O(1) terms
+    np.testing.assert_allclose(old[key], new[key2], atol=1e-12)
+    np.testing.assert_array_equal(m.m[key], m.m[key2])

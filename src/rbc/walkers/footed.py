@@ -14,12 +14,12 @@ underactuated toe-roll phase, each under computed torque on virtual constraints.
   the energy identical. Toe roll: 10 coordinates, 9 actuators (one degree of
   underactuation, rotation about the toe); outputs: the 8 shape outputs plus the stance
   ankle angle ``q_shank - q_foot``.
-* Touchdown of the flat swing foot: extended coordinates ``[q (10), p_toe (2)]`` (12) and
-  three constraint rows — swing-toe position (2) and swing-foot orientation (1, the lock).
-  The impulse ``(F_T, F_N, M)`` gives the foot-slap moment ``M`` (generalized impulse on the
-  swing-foot angle, clockwise) and the centre of pressure ``d = -M / F_N`` along the sole
-  from the toe (``-sole_length <= d <= 0`` inside the sole). Then the roles are relabeled
-  and the new stance foot (the old swing foot) is frozen flat.
+* Touchdown of the flat swing foot: the 11-coordinate freed-foot impact
+  (:func:`freed_foot_impact`: new-chart 9 angles with the landing foot's orientation
+  locked, plus the freed landing-toe position). The impulse ``(F_T, F_N, M)`` gives the
+  foot-slap moment ``M`` (generalized impulse on the locked foot angle, clockwise) and the
+  centre of pressure ``d = -M / F_N`` along the sole from the toe
+  (``-sole_length <= d <= 0`` inside the sole). The new stance foot is then frozen flat.
 * The gait is defined by its touchdown posture ``q-`` (solved so the flat swing foot
   touches the ground), ``q+ = R q-``, and degree-5 Bezier shapes between ``H0 q+`` and
   ``H0 q-`` (knee lift for clearance, swing foot flat from ``s = 0.2``).
@@ -34,7 +34,7 @@ from scipy.linalg.lapack import dgesv as _gesv
 from scipy.optimize import brentq
 
 from rbc.walkers.errors import WalkerError
-from rbc.walkers.impact import extended_inertia, point_jacobian_extended, solve_impact
+from rbc.walkers.impact import extended_inertia, solve_impact
 from rbc.walkers.model import WalkerModel, energy, point
 from rbc.walkers.simulate import Stride, WalkResult
 from rbc.walkers.swing import integrate_until
@@ -149,6 +149,56 @@ def design_gait(model: WalkerModel) -> FootedDesign:
     slope = (a1[8] - ankle_hr) / (1.0 - s_hr)
     alpha[8] = a1[8] - slope * (1.0 - k)
     return FootedDesign(q, qp, H0, Bezier(alpha), c, th_p, th_m, s_hr)
+
+
+def freed_foot_impact(model: WalkerModel, q: np.ndarray, qd: np.ndarray):
+    """11-coordinate flat-foot touchdown (the impact used by :func:`walk_footed`).
+
+    Written in the *new* stance chart: coordinates ``q+ = R q`` with the landing foot's
+    orientation locked flat (it is not a coordinate: 9 angles) and the landing toe freed,
+    ``q_e = [q+_(9), p]`` (11). Before impact ``qd_e- = [R qd (9), v_toe-]`` where
+    ``v_toe-`` is the landing toe's velocity; the closure is ``p_dot+ = 0``
+    (``E_2 = [0, I_2]``). The block system of :mod:`rbc.walkers.impact` gives ``qd_e+`` and
+    the force impulse ``(F_T, F_N)``. The locking (foot-slap) moment is the generalized
+    impulse on the locked angle in the 12-coordinate chart,
+    ``M = [D_e,12 (qd_e+ - qd_e-)]_foot``. Exact when the landing foot does not rotate
+    before impact (``qd[8] = 0``, which the flat-foot swing constraint enforces);
+    :func:`rbc.walkers.impact.solve_impact` with three rows in the old chart is the
+    general form and is used as a cross-check in the tests.
+
+    Args:
+        model: the footed model (10 coordinates, toe-roll order).
+        q, qd: (10,) pre-impact toe-roll state in the old stance chart.
+
+    Returns:
+        ``(report, qd_plus (10,) in the new chart, M [N m s])``; ``report.impulse`` is
+        ``(F_T, F_N, M)`` and ``report.liftoff_velocity`` the normal velocity of the old
+        stance toe after impact.
+    """
+    idx = list(model.relabel)
+    qn = q[idx]
+    qdn = qd[idx]
+    a = model.points["swing_foot"] * qd
+    v_toe = np.array([a @ np.cos(q), -(a @ np.sin(q))])
+    flat = model.frozen(N_FLAT)
+    De = extended_inertia(flat, qn[:N_FLAT])
+    E = np.hstack([np.zeros((2, N_FLAT)), np.eye(2)])
+    qd_minus = np.concatenate([qdn[:N_FLAT], v_toe])
+    rep = solve_impact(De, E, qd_minus, model.mu, 0.0)
+    qd_plus = np.append(rep.qd_e[:N_FLAT], 0.0)
+    # locking moment: 12-coordinate chart, generalized impulse on the foot angle (index 9)
+    De12 = extended_inertia(model, qn)
+    dqe = np.concatenate([qd_plus, [0.0, 0.0]]) - np.concatenate([qdn[:N_FLAT], [0.0],
+                                                                  v_toe])
+    dqe[N_FLAT] = -qdn[N_FLAT]  # locked: its rate goes to 0
+    M = float((De12 @ dqe)[N_FLAT])
+    b = model.points["swing_foot"] * qd_plus
+    lift = float(-(b @ np.sin(qn)))  # old stance toe (new swing toe), base at rest
+    from dataclasses import replace
+
+    rep = replace(rep, qd_e=rep.qd_e, impulse=np.append(rep.impulse, M),
+                  liftoff_ok=bool(lift > 0), liftoff_velocity=lift)
+    return rep, qd_plus, M
 
 
 @dataclass(frozen=True)
@@ -397,21 +447,19 @@ def walk_footed(walker: FootedWalker, x0: np.ndarray, strides: int, dt: float | 
         # ---- touchdown: 12-coordinate impact, 3 constraint rows --------------------------
         xm = seg2.x[-1]
         q, qd = xm[:N_FULL], xm[N_FULL:]
-        De = extended_inertia(m, q)
-        E = np.vstack([point_jacobian_extended(m, "swing_foot", q), np.eye(N_FULL + 2)[8]])
-        rep = solve_impact(De, E, np.append(qd, [0.0, 0.0]), m.mu, np.nan)
-        F_N, M = rep.impulse[1], rep.impulse[2]
+        rep, qdp, M = freed_foot_impact(m, q, qd)
+        F_N = rep.impulse[1]
         cop = -M / F_N if F_N > 0 else np.nan
         cop_ok = bool(-L <= cop <= 0.0)
         step = point(m, "swing_foot", q)
         qp = q[list(m.relabel)]
-        qdp = rep.qd_e[:N_FULL][list(m.relabel)]
         x_plus = np.concatenate([qp[:N_FLAT], qdp[:N_FLAT]])
         dur = float(seg1.t[-1] + seg2.t[-1])
         recs.append(Stride(dur, float(step[0]), rep.impulse, rep, xm, x_plus, extra={
             "heel_rise_energy": (float(e_before), float(e_after)), "cop": float(cop),
             "cop_ok": cop_ok, "slap_moment": float(M),
             "toe_roll_duration": float(seg2.t[-1]), "foot_lock_residual": float(qp[9] - phi0),
+            "foot_rate_at_touchdown": float(qd[8]),
         }))
         why = rep.failure() or (None if cop_ok else
                                 f"foot slap: centre of pressure {cop:.3f} m outside the sole")

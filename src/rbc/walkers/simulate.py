@@ -172,15 +172,26 @@ def stride(model: WalkerModel, ctrl, alpha: float, x0: np.ndarray, dt: float,
     Returns:
         ``(segment, impact_report or None, x_plus or None, reason or None)``.
     """
-    from rbc.walkers.swing import integrate_until
+    from rbc.walkers.swing import forward_dynamics, integrate_until
 
     n = model.n
+    hold = None
+    if hasattr(ctrl, "accel"):  # built-in: part of the vector field, every RK4 stage
 
-    def deriv(x: np.ndarray, u):
-        qdd, ua = ctrl.accel(x[:n], x[n:])
-        return np.concatenate([x[n:], qdd]), ua
+        def deriv(x: np.ndarray, u):
+            qdd, ua = ctrl.accel(x[:n], x[n:])
+            return np.concatenate([x[n:], qdd]), ua
 
-    seg = integrate_until(deriv, x0, dt, t_max, make_guard(model), make_watch(model, alpha))
+    else:  # user controller u = ctrl(t, q, qd): sampled once per step, held (ZOH)
+
+        def deriv(x: np.ndarray, u):
+            return np.concatenate([x[n:], forward_dynamics(model, x[:n], x[n:], u, alpha)]), u
+
+        def hold(t: float, x: np.ndarray) -> np.ndarray:
+            return np.asarray(ctrl(t, x[:n], x[n:]), dtype=float)
+
+    seg = integrate_until(deriv, x0, dt, t_max, make_guard(model), make_watch(model, alpha),
+                          hold=hold)
     if seg.event != "guard":
         return seg, None, None, seg.reason
     xm = seg.x[-1]
@@ -195,8 +206,10 @@ def walk(model: WalkerModel, ctrl, alpha: float, x0: np.ndarray, strides: int,
     """Simulate up to ``strides`` strides from the post-impact state ``x0`` (2n,).
 
     Args:
-        ctrl: a built-in controller (``accel(q, qd) -> (qdd, u)``), see
-            :func:`rbc.walkers.controllers.make_controller`.
+        ctrl: a built-in controller (``accel(q, qd) -> (qdd, u)``, evaluated at every RK4
+            stage), see :func:`rbc.walkers.controllers.make_controller`; or a user
+            controller ``ctrl(t, q, qd) -> u (nu,)`` [N m], sampled at the start of each
+            step and held over it (zero-order hold; ``t`` from the start of the stride).
         progress: optional callable ``progress(i)`` after each stride.
 
     Raises:
