@@ -21,7 +21,8 @@ def test_run_json_compass(tmp_path):
     assert data["fall_reason"] is None
     assert len(data["strides"]) == 3
     s = data["strides"][-1]
-    # speed is length / duration, independently recomputed
+    # speed is length / duration, independently recomputed; JSON floats round-trip exactly,
+    # so only the division's rounding (1 ulp) separates the two
     assert s["speed"] == pytest.approx(s["length"] / s["duration"], rel=1e-12)
     names = {p.name for p in tmp_path.iterdir()}
     assert {"compass_phase.png", "compass.gif"} <= names
@@ -41,6 +42,7 @@ def test_fixedpoint_json():
     d = json.loads(r.stdout)
     assert set(d) == {"fixed_point", "eigenvalues", "spectral_radius", "step_period"}
     mags = [np.hypot(*e) for e in d["eigenvalues"]]
+    # same numbers through JSON and hypot: rounding only (pytest's default rel 1e-6)
     assert d["spectral_radius"] == pytest.approx(max(mags))
     assert d["spectral_radius"] < 1
     assert len(d["fixed_point"]) == 4

@@ -51,8 +51,10 @@ def test_touchdown_posture_is_consistent():
     assert pts["heel_st"][1] > 0.0  # the stance heel is up in toe roll
     # the relabeled posture has the new stance foot flat and stride ankle-to-toe shift:
     # the ankle is 12 cm behind and 4 cm above the toe when flat
+    # q_plus[9] is a copy of q_minus[8] = phi0: exact up to one rounding
     assert d.q_plus[9] == pytest.approx(foot_angle_flat(m), abs=1e-15)
-    np.testing.assert_allclose(point(m, "ankle_st", d.q_plus), [-0.12, 0.04], atol=1e-5)
+    # the model file rounds |toe->ankle| = sqrt(0.016) to 9 digits: error ~5e-10 m
+    np.testing.assert_allclose(point(m, "ankle_st", d.q_plus), [-0.12, 0.04], atol=1e-8)
 
 
 def test_foot_impact_moment_balance():

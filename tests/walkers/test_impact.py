@@ -49,7 +49,7 @@ def test_linear_momentum_and_closure(name):
     # the new stance foot is at rest after impact: E2 qd_e+ = 0
     a = m.points["swing_foot"] * rep.qd_e[:n]
     vfoot = np.array([a @ np.cos(q), -(a @ np.sin(q))]) + rep.qd_e[n:]
-    assert np.abs(vfoot).max() < 1e-13
+    assert np.abs(vfoot).max() < 1e-13  # round-off of the block solve, velocities O(1) m/s
     # inelastic: kinetic energy lost (extended KE includes the base motion)
     De = extended_inertia(m, q)
     assert 0.5 * rep.qd_e @ De @ rep.qd_e < kinetic(m, q, qd)
@@ -72,3 +72,13 @@ def test_checks_flag_a_backward_impact():
     assert not rep.normal_ok and rep.failure() is not None
     ok = point_foot_impact(m, q, np.array([1.0, 1.0]))
     assert ok.normal_ok and ok.liftoff_ok and ok.cone_ok and ok.failure() is None
+
+
+def test_checks_flag_double_support():
+    """Hip at rest (stance rate 0) and the swing foot landing: the impulse pushes the old
+    stance foot into the ground, so it cannot lift off — reported, not hidden."""
+    m = load_model("compass")
+    rep = point_foot_impact(m, np.array([0.2, -0.2]), np.array([0.0, 1.0]))
+    assert rep.normal_ok and not rep.liftoff_ok
+    assert rep.liftoff_velocity < 0
+    assert rep.failure().startswith("double support")

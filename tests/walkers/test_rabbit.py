@@ -38,7 +38,7 @@ def test_fl_equals_explicit_decoupling_matrix():
     # two factorizations of the same linear system, round-off on torques O(100 N m)
     np.testing.assert_allclose(a[0], b[0], atol=1e-10)
     np.testing.assert_allclose(a[1], b[1], atol=1e-9)
-    # the closed loop obeys d2y/dt2 = -kp y - kd dy
+    # the closed loop obeys d2y/dt2 = -kp y - kd dy (round-off on accelerations O(10..100))
     y, dy, J, drift = ctrl.vc.outputs(q, qd)
     np.testing.assert_allclose(J @ a[0] - drift, -ctrl.kp * y - ctrl.kd * dy, atol=1e-9)
 

@@ -49,6 +49,10 @@ def animation(res: WalkResult, path: str | Path, max_frames: int = 60, fps: int 
     Raises:
         ImportError: pillow is missing (matplotlib normally depends on it).
     """
+    try:
+        import PIL  # noqa: F401  (PillowWriter needs pillow; matplotlib normally ships it)
+    except ImportError as err:
+        raise ImportError("the GIF animation needs pillow: pip install pillow") from err
     plt = _pyplot()
     from matplotlib.animation import PillowWriter
 
