@@ -106,8 +106,9 @@ class WalkerModel:
 
         Holding ``q_j`` constant removes row/column j from ``D`` and ``H`` and turns its
         contribution to positions into a constant offset, so the reduced model is the same
-        ``A`` with columns ``keep:`` dropped from the dynamics (their positions are still
-        needed by :func:`positions`, which therefore takes the full ``q``).
+        ``A`` with columns ``keep:`` dropped. ``G`` of the kept coordinates is unchanged;
+        positions and the potential of the frozen links must be evaluated with the full
+        model and full ``q`` (as :mod:`rbc.walkers.footed` does).
         """
         sub = WalkerModel(
             name=self.name,

@@ -24,9 +24,9 @@ class Stride:
     Attributes:
         duration: swing duration [s]. length: step length along the slope [m] (base shift).
         impulse: (k,) impact impulse [N s]. impact: the :class:`ImpactReport`.
-        x_minus: (2n,) pre-impact state. x_plus: (2n,) post-impact relabeled state.
-        energy_swing_drift: relative change of mechanical energy over the swing (passive
-            walkers on a slope gain potential energy, so only meaningful when flat/passive).
+        x_minus: (2n,) pre-impact state. x_plus: post-impact relabeled state (the Poincaré
+            sample; (2n,), or (18,) flat-foot state for the footed walker).
+        extra: walker-specific data (footed: CoP, slap moment, heel-rise energies...).
     """
 
     duration: float
