@@ -27,8 +27,11 @@ def phase_portrait(res: WalkResult, path: str | Path) -> str:
     plt = _pyplot()
     n = res.model.n
     fig, ax = plt.subplots(figsize=(6, 5))
+    # break the curves at impacts (NaN rows) so relabeling jumps are not drawn as lines
+    cut = np.flatnonzero(np.diff(res.stride_index)) + 1
+    X = np.insert(res.x, cut, np.nan, axis=0)
     for j in range(n):
-        ax.plot(res.x[:, j], res.x[:, n + j], lw=0.8, label=res.model.coords[j])
+        ax.plot(X[:, j], X[:, n + j], lw=0.8, label=res.model.coords[j])
     if len(res.strides):
         P = res.poincare
         k = min(P.shape[1] // 2, n)
