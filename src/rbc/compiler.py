@@ -1,7 +1,7 @@
 """The compilation pipeline as one readable function of named stages (DESIGN.md §1).
 
     robot.yaml ─parse─▶ Record ─graph─▶ Multigraph ─forest─▶ Forest ─paths─▶ ClosurePaths
-        ─modules─▶ Modules ─codegen─▶ BundleData ─(write)─▶ bundle.h5
+        ─modules─▶ Modules ─rank─▶ Partitioned ─codegen─▶ BundleData ─(write)─▶ bundle.h5
 
 Each pass's output is verified before the next runs unless ``verify=False``.
 """
@@ -23,10 +23,19 @@ from rbc.passes.graph import BuildGraph
 from rbc.passes.modules import BuildModules
 from rbc.passes.parse import Parse
 from rbc.passes.paths import BuildPaths
+from rbc.passes.rank import RankAnalysis
 
-#: The passes in pipeline order; their names are the command-line names.
-PIPELINE = (Parse(), BuildGraph(), BuildForest(), BuildPaths(), BuildModules(), Codegen())
-PASS_NAMES: tuple[str, ...] = tuple(p.name for p in PIPELINE)
+
+def pipeline(
+    partitions: tuple[tuple[str, tuple[str, ...]], ...] = (),
+    length_scale: float | None = None,
+) -> tuple:
+    """The passes in order, with their options; their names are the command-line names."""
+    return (Parse(), BuildGraph(), BuildForest(), BuildPaths(), BuildModules(),
+            RankAnalysis(partitions, length_scale), Codegen())
+
+
+PASS_NAMES: tuple[str, ...] = tuple(p.name for p in pipeline())
 
 
 @dataclass
@@ -54,6 +63,8 @@ def compile_record(
     verify: bool = True,
     dump_after: tuple[str, ...] = (),
     on_pass: Callable[[str], None] | None = None,
+    partitions: tuple[tuple[str, tuple[str, ...]], ...] = (),
+    length_scale: float | None = None,
 ) -> tuple[BundleData, CompileReport]:
     """Run the pipeline on a record file.
 
@@ -62,6 +73,8 @@ def compile_record(
         verify: check each pass's post-conditions (default on).
         dump_after: pass names whose output is dumped into the report.
         on_pass: called with each pass name before it runs (progress hook).
+        partitions: extra named partitions ``((name, (joint, …)), …)``.
+        length_scale: length [m] scaling the rank analysis (None: from the record).
 
     Returns:
         ``(bundle data, report)``; ``report.stages`` holds every intermediate IR by pass name.
@@ -69,7 +82,8 @@ def compile_record(
     Raises:
         RecordError: the record is malformed or physically inconsistent.
         CompileError: the record is valid but cannot be compiled.
-        UsageError: ``dump_after`` names an unknown pass.
+        ClosureError: the loops cannot be closed from the record's initial guesses.
+        UsageError: ``dump_after`` names an unknown pass, or a partition an unknown joint.
     """
     unknown = [n for n in dump_after if n not in PASS_NAMES]
     if unknown:
@@ -77,7 +91,7 @@ def compile_record(
                          + ", ".join(PASS_NAMES))
     report = CompileReport()
     ir: object = Path(source)
-    for p in PIPELINE:
+    for p in pipeline(partitions, length_scale):
         if on_pass:
             on_pass(p.name)
         t0 = time.perf_counter()

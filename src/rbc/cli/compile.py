@@ -12,6 +12,7 @@ from rich.console import Console
 from rbc.cli.app import app
 from rbc.compiler import PASS_NAMES, compile_to_file
 from rbc.ir.summary import summarize
+from rbc.passes.rank import parse_partition_request
 
 
 @app.command("compile")
@@ -26,12 +27,20 @@ def compile_command(
                            help="Print wall time per pass.")] = False,
     no_verify: Annotated[bool, typer.Option("--no-verify",
                          help="Skip the post-condition checks between passes.")] = False,
+    partition: Annotated[list[str] | None, typer.Option(
+        "--partition", help="Extra named partition NAME=joint1,joint2,… (its joints "
+        "independent); repeatable. The `default` partition is always computed.")] = None,
+    length_scale: Annotated[float | None, typer.Option(
+        "--length-scale", min=1e-9, help="Length [m] scaling the rank analysis "
+        "(default: median attachment offset of the record).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
-    """Compile a physical record into a bundle (spanning tree, cut joints, paths, modules)."""
+    """Compile a physical record into a bundle (tree, cut joints, paths, modules, partitions)."""
     out = output or Path(record.stem + ".h5")
+    requests = tuple(parse_partition_request(p) for p in partition or ())
     report = compile_to_file(record, out, verify=not no_verify,
-                             dump_after=tuple(dump_after or ()))
+                             dump_after=tuple(dump_after or ()), partitions=requests,
+                             length_scale=length_scale)
     err = Console(stderr=True)
     for name, text in report.dumps:
         typer.echo(f"// ----- IR after {name} -----\n{text}")
@@ -46,5 +55,8 @@ def compile_command(
         f"compiled {s['name']}: {len(s['bodies'])} bodies, {len(s['joints'])} joints, "
         f"components={s['components']}, cycle rank {s['cycle_rank']}, "
         f"{len(s['cut_joints'])} cut joints, {len(s['modules'])} modules; "
-        f"nq={s['nq']} nv={s['nv']} (tree {s['nq_tree']}/{s['nv_tree']}) -> {out}"
+        f"nq={s['nq']} nv={s['nv']} (tree {s['nq_tree']}/{s['nv_tree']}); "
+        + "; ".join(f"partition {p['name']}: rank {p['rank']}, {len(p['independent'])} "
+                    f"independent ({', '.join(p['independent'])})" for p in s["partitions"])
+        + f" -> {out}"
     )

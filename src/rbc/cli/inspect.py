@@ -33,6 +33,10 @@ def inspect_command(
     con.print(f"  cut joints ({len(s['cut_joints'])}): {', '.join(s['cut_joints']) or '-'}")
     con.print(f"  coordinates: nq = {s['nq']}, nv = {s['nv']} "
               f"(tree nq = {s['nq_tree']}, nv = {s['nv_tree']})")
+    for p in s["partitions"]:
+        con.print(f"  partition {p['name']}: rank {p['rank']}, {p['speeds']} independent speeds "
+                  f"({', '.join(p['independent'])}), largest correction block "
+                  f"{p['largest_block']}")
     if s["actuators"]:
         con.print("  actuators: " + ", ".join(f"{a['name']}→{a['joint']}" for a in s["actuators"]))
     if s["chords"]:

@@ -226,6 +226,23 @@ class JointKind:
             J = J[:, list(_inverse_perm(self._v_pin))]  # columns to rbc v order
         return sp.adjoint(self.alignment()) @ sp.from_pinocchio_motion(J)
 
+    def motion_subspace_rate(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """``Ṡ(q)·v`` (6,), angular-first, in Jc: the joint's velocity-product acceleration.
+
+        It is Pinocchio's joint bias ``c`` (Featherstone 2008, §4.4, ``c_J = Ṡ q̇``), read as
+        the spatial acceleration of the one-joint model at zero ``a``: with a static parent,
+        ``a_1 = S·a + c + v_1 × v_J = c``. Zero for every kind with constant S; nonzero for
+        the universal joint, whose first axis turns in Jc with θ2.
+        """
+        if self.nv == 0:
+            return np.zeros(6)
+        model = _one_joint_model(self)
+        data = model.createData()
+        zero = np.zeros(self.nv)
+        pin.forwardKinematics(model, data, self.to_pinocchio_q(q), self.to_pinocchio_v(v), zero)
+        c = sp.from_pinocchio_motion(np.asarray(data.a[1].vector))
+        return sp.adjoint(self.alignment()) @ c
+
     def N(self, q: np.ndarray) -> np.ndarray:
         """``N(q)`` (nq, nv) with ``q̇ = N(q) v`` (identity for vector-space kinds)."""
         self._check(q, self.nq, "q")

@@ -321,3 +321,18 @@ def log3(rot: np.ndarray) -> np.ndarray:
 def exp3(phi: np.ndarray) -> np.ndarray:
     """SO(3) exponential: rotation vector (3,) [rad] → (3, 3) rotation."""
     return np.asarray(pin.exp3(np.asarray(phi, dtype=float)))
+
+
+def ad(xi: np.ndarray) -> np.ndarray:
+    """Spatial cross-product matrix (6, 6) of a twist ``ξ = [ω; v]`` (angular-first).
+
+    ``ad(ξ) = [[ω̂, 0], [v̂, ω̂]]`` so that ``ad(ξ) η = ξ ×ₘ η`` (Featherstone 2008, Eq. 2.31,
+    angular-first); ``d/dt Ad(T) = ad(Ṫ T⁻¹) Ad(T)``.
+    """
+    xi = np.asarray(xi, dtype=float)
+    w, v = skew(xi[:3]), skew(xi[3:])
+    out = np.zeros((6, 6))
+    out[:3, :3] = w
+    out[3:, :3] = v
+    out[3:, 3:] = w
+    return out

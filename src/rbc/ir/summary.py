@@ -4,7 +4,8 @@ Keys (documented in docs/cli.md): ``name``, ``bodies``, ``joints``, ``components
 ``cycle_rank``, ``tree_joints``, ``cut_joints``, ``chords`` (list of ``{joint, path_length,
 lca}``), ``modules`` (list of ``{chords, couplings, size, variables}`` — ``size`` is the
 number of residual rows), ``nq``, ``nv``, ``nq_tree``, ``nv_tree``, ``actuators``,
-``provenance``.
+``partitions`` (list of ``{name, rank, independent (joint names), speeds,
+largest_block}``), ``provenance``.
 """
 
 from __future__ import annotations
@@ -43,6 +44,17 @@ def summarize(path: str | Path) -> dict:
         couplings_of = _groups(mods["couplings_ptr"][()], mods["couplings"][()])
         coupling_names = strings(h5["interfaces/couplings/name"])
         coords = dict(h5["coordinates"].attrs)
+        partitions = []
+        for name, grp in h5.get("partitions", {}).items():
+            dep = set(grp["dependent"][()].tolist())
+            v_off, nv = h5["coordinates/v_offset"][()], h5["graph/nv"][()]
+            edges_of = _groups(mods["edges_ptr"][()], mods["edges"][()])
+            block = [sum(1 for k in es for j in range(v_off[k], v_off[k] + nv[k]) if j in dep)
+                     for es in edges_of]
+            partitions.append({"name": name, "rank": int(grp.attrs["rank"]),
+                               "independent": strings(grp["joints"]),
+                               "speeds": int(grp["independent"].shape[0]),
+                               "largest_block": max(block, default=0)})
         actuators = strings(h5["interfaces/actuators/name"])
         act_edges = h5["interfaces/actuators/edge"][()].tolist()
         return {
@@ -71,6 +83,7 @@ def summarize(path: str | Path) -> dict:
             "nv_tree": int(coords["nv_tree"]),
             "actuators": [{"name": a, "joint": edge_name[k]}
                           for a, k in zip(actuators, act_edges, strict=True)],
+            "partitions": partitions,
             "provenance": {k: str(meta[k]) for k in (
                 "record_source", "record_sha256", "rbc_version", "numpy_version",
                 "pinocchio_version", "mujoco_version")},

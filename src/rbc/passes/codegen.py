@@ -1,9 +1,9 @@
-"""Pass ``codegen``: modules (and everything before them) → bundle data (DESIGN.md §7).
+"""Pass ``codegen``: partitions and modules (and all before them) → bundle data (DESIGN.md §7).
 
 Produces the in-memory :class:`~rbc.ir.bundle.BundleData`; writing it to disk is the
 driver's job (:func:`rbc.ir.bundle.write_bundle`, atomic). The layout is documented in
-``docs/bundle.md``. Partitions are added by the rank analysis (``/partitions`` is created
-empty here).
+``docs/bundle.md``. Partitions are
+computed by the ``rank`` pass and written under ``/partitions/<name>``).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import numpy as np
 
 import rbc
 from rbc.ir.bundle import BUNDLE_SCHEMA, BundleData
-from rbc.ir.modules import Modules
 from rbc.ir.record import Pose, Record, coordinate_names
 from rbc.passes.base import check
+from rbc.passes.rank import Partitioned
 
 
 def _version(dist: str) -> str:
@@ -76,7 +76,8 @@ class Codegen:
 
     name: ClassVar[str] = "codegen"
 
-    def run(self, mods: Modules) -> BundleData:
+    def run(self, parted: Partitioned) -> BundleData:
+        mods = parted.modules
         cp = mods.paths
         f = cp.forest
         g = f.graph
@@ -152,7 +153,15 @@ class Codegen:
         out.put("/coordinates/v_offset", f.v_offset)
         out.put("/coordinates/q_name", q_names)
         out.put("/coordinates/v_name", v_names)
-        out.attr("/partitions", count=0)
+        out.attr("/partitions", count=len(parted.partitions))
+        for p in parted.partitions:
+            grp = f"/partitions/{p.name}"
+            out.attr(grp, rank=p.rank, length_scale=p.length_scale)
+            out.put(f"{grp}/independent", p.independent)
+            out.put(f"{grp}/dependent", p.dependent)
+            out.put(f"{grp}/rows", p.rows)
+            out.put(f"{grp}/q_ref", p.q_ref)
+            out.put(f"{grp}/joints", list(p.joints))
 
         edges = rec.joint_index()
         bodies = rec.body_index()

@@ -1,0 +1,297 @@
+"""Closure solves: acquisition of a first feasible configuration and the motion lift.
+
+**Acquisition** (DESIGN.md §5): artificial-defect continuation. With ρ⁰ = ρ(q⁰) at the
+record's initial guesses, solve ``ρ^η(q) = ρ(q) − (1 − η) ρ⁰ = 0`` for η: 0 → 1 with the
+independent coordinates held, by Gauss–Newton steps with the analytic Jacobian restricted to
+the dependent columns (least squares, so redundant rows of planar loops are harmless). A
+step is accepted only if the residual contracts, every limited coordinate stays inside its
+limits, the rotation angle of every Δ_e stays inside the log domain (|ω| < π − margin), and
+the dependent block does not change sign of its determinant (the branch of the initial
+guesses is kept). A rejected step halves Δη. The full residual is checked after every
+solve. Allgower & Georg, *Introduction to Numerical Continuation Methods*, 2003, ch. 2.
+
+**Motion** (``ClosureState.step``): predictor ``q⁻ = q ⊕ h E(q) u``; then per module a
+Newton corrector on that module's dependent coordinates and rows only; modules none of
+whose independent inputs moved are skipped. If a corrector fails, the step is retried as two
+half steps (recovery by continuation in h).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rbc.errors import CompileError, RbcError
+from rbc.model.compiled import CompiledModel, ModuleBlock, Partition
+from rbc.model.kinematics import local_jacobian, residual
+from rbc.model.partition import lift, partition_at
+
+#: Closure tolerance [rad, m] (∞-norm of ρ): a few hundred ulps of unit-size coordinates;
+#: the acceptance target of the shipped records is 1e-12.
+CLOSURE_TOL = 1e-13
+#: Rotation angles of Δ must stay this far below π, where log is discontinuous.
+LOG_MARGIN = 1e-3
+MAX_NEWTON = 30
+
+
+class ClosureError(RbcError):
+    """The loops cannot be closed (names the chords and their residuals)."""
+
+
+@dataclass
+class SolveStats:
+    """Counts of one solve: Newton iterations and fresh residual/Jacobian evaluations."""
+
+    iterations: int = 0
+    residual_evals: int = 0
+    jacobian_evals: int = 0
+    continuation_steps: int = 0
+
+
+def _unclosed(model: CompiledModel, rho: np.ndarray, tol: float) -> str:
+    parts = []
+    for i in range(model.n_chords):
+        r = float(np.abs(rho[6 * i: 6 * i + 6]).max())
+        if r > tol:
+            parts.append(f"{model.edge_names[model.chord_edges[i]]} ({r:.3g})")
+    base = 6 * model.n_chords
+    for c, cp in enumerate(model.record.couplings):
+        if abs(rho[base + c]) > tol:
+            parts.append(f"coupling {cp.name} ({abs(rho[base + c]):.3g})")
+    return ", ".join(parts) or "none"
+
+
+def within_limits(model: CompiledModel, q: np.ndarray, slack: float = 1e-9) -> list[str]:
+    """Names of coordinates outside their limits at q (empty when all are inside)."""
+    val = model.limited_values(q)
+    bad = np.where((val < model.lower - slack) | (val > model.upper + slack))[0]
+    return [model.v_names[j] for j in bad]
+
+
+def _log_domain_ok(rho: np.ndarray, n_chords: int) -> bool:
+    ang = [np.linalg.norm(rho[6 * i: 6 * i + 3]) for i in range(n_chords)]
+    return all(a < np.pi - LOG_MARGIN for a in ang)
+
+
+def newton(
+    model: CompiledModel,
+    q: np.ndarray,
+    chords: Collection[int],
+    couplings: Collection[int],
+    cols: np.ndarray,
+    *,
+    target: np.ndarray | None = None,
+    tol: float = CLOSURE_TOL,
+    stats: SolveStats | None = None,
+    max_iter: int = MAX_NEWTON,
+) -> tuple[np.ndarray, bool]:
+    """Gauss–Newton on ``ρ_rows(q) = target`` over the velocity columns ``cols``.
+
+    Each iteration is one fresh residual + Jacobian evaluation of the given rows only
+    (:func:`~rbc.model.kinematics.local_jacobian`); the step is the least-squares solution
+    (minimum norm when the block is rank deficient), applied with ``q ⊕ δ``.
+
+    Returns:
+        ``(q, converged)``; q is returned even when not converged.
+    """
+    st = stats if stats is not None else SolveStats()
+    chords, couplings = list(chords), list(couplings)
+    for _ in range(max_iter + 1):
+        rho, C, _ = local_jacobian(model, q, chords, couplings, cols)
+        st.residual_evals += 1
+        st.jacobian_evals += 1
+        r = rho if target is None else rho - target
+        if np.abs(r).max(initial=0.0) <= tol:
+            return q, True
+        if st.iterations >= 10 * MAX_NEWTON * max(1, len(model.blocks)) or _ == max_iter:
+            break
+        dv = np.zeros(model.nv)
+        dv[cols] = np.linalg.lstsq(C, -r, rcond=None)[0]
+        q = model.integrate(q, dv)
+        st.iterations += 1
+    return q, False
+
+
+def acquire(
+    model: CompiledModel,
+    q0: np.ndarray | None = None,
+    *,
+    independent_joints: Collection[str] | None = None,
+    tol: float = CLOSURE_TOL,
+    max_steps: int = 256,
+) -> tuple[np.ndarray, SolveStats]:
+    """First feasible configuration by artificial-defect continuation from q⁰.
+
+    Modules are independent once their inputs are held, so each is continued on its own
+    rows and dependent columns.
+
+    Args:
+        model: compiled model.
+        q0: (nq,) start (default: the record's initial guesses).
+        independent_joints: coordinates held fixed (default: a partition at q⁰).
+        tol: closure tolerance (∞-norm) [rad, m].
+        max_steps: continuation step budget per module.
+
+    Returns:
+        ``(q, stats)`` with ``‖ρ(q)‖∞ ≤ tol``.
+
+    Raises:
+        ClosureError: continuation stalls or the result breaks limits; the message names
+            the chords that do not close and their residuals.
+    """
+    q = model.initial_configuration() if q0 is None else np.array(q0, dtype=float)
+    st = SolveStats()
+    if model.n_rows == 0:
+        return q, st
+    part = partition_at(model, q, independent_joints=independent_joints)
+    dependent, selected = set(part.dependent.tolist()), set(part.rows.tolist())
+    for blk in model.blocks:
+        cols = np.array([j for j in blk.cols if j in dependent], dtype=np.int64)
+        sel = np.array([n for n, r in enumerate(blk.rows) if r in selected], dtype=np.int64)
+        q = _continue_module(model, q, blk, cols, sel, tol, max_steps, st)
+    rho = residual(model, q)
+    st.residual_evals += 1
+    if np.abs(rho).max() > tol:
+        raise ClosureError(
+            f"{model.record.source}: the loops do not close from the record's initial "
+            f"guesses; unclosed: {_unclosed(model, rho, tol)} — check the attachment frames "
+            "and `initial` values")
+    out = within_limits(model, q)
+    if out:
+        raise ClosureError(f"{model.record.source}: the assembled configuration violates the "
+                           f"limits of {', '.join(out)}")
+    return q, st
+
+
+def _continue_module(model: CompiledModel, q: np.ndarray, blk: ModuleBlock, cols: np.ndarray,
+                     sel: np.ndarray, tol: float, max_steps: int, st: SolveStats) -> np.ndarray:
+    """Artificial-defect continuation η: 0 → 1 on one module; returns the closed q.
+
+    ``cols`` are the module's dependent columns and ``sel`` the positions of its selected
+    rows within the module's rows (so that ``C[sel][:, cols]`` is the square R_p block).
+    """
+    chords, couplings = blk.chords, blk.couplings
+    rho0 = local_jacobian(model, q, chords, couplings, cols)[0]
+    st.residual_evals += 1
+    if np.abs(rho0).max(initial=0.0) <= tol:
+        return q
+    sign0 = _det_sign(model, q, blk, cols, sel)
+    eta, d_eta = 0.0, 1.0
+    for _ in range(max_steps):
+        if eta >= 1.0 or d_eta < 1e-6:
+            break
+        trial = min(1.0, eta + d_eta)
+        qt, ok = newton(model, q, chords, couplings, cols, target=(1.0 - trial) * rho0,
+                        tol=tol if trial == 1.0 else max(tol, 1e-10), stats=st, max_iter=12)
+        rho = local_jacobian(model, qt, chords, [], cols)[0]
+        ok = (ok and _log_domain_ok(rho, len(chords)) and not within_limits(model, qt)
+              and _det_sign(model, qt, blk, cols, sel) == sign0)
+        if ok:
+            q, eta = qt, trial
+            st.continuation_steps += 1
+            d_eta *= 2.0
+        else:
+            d_eta *= 0.5
+    if eta < 1.0:
+        rho = residual(model, q)
+        raise ClosureError(
+            f"{model.record.source}: the loops do not close from the record's initial "
+            f"guesses (continuation stalled at η = {eta:.3g}); unclosed: "
+            f"{_unclosed(model, rho, tol)} — check the attachment frames and `initial` values")
+    return q
+
+
+def _det_sign(model: CompiledModel, q: np.ndarray, blk: ModuleBlock, cols: np.ndarray,
+              sel: np.ndarray) -> float:
+    """Sign of det R_p of one module (the branch indicator: it flips only through a
+    singular configuration, where the assembly could switch branches)."""
+    _, C, _ = local_jacobian(model, q, blk.chords, blk.couplings, cols)
+    Rp = C[sel]
+    if Rp.size == 0 or Rp.shape[0] != Rp.shape[1]:
+        return 1.0
+    return float(np.sign(np.linalg.det(Rp)))
+
+
+def assemble(model: CompiledModel, *, name: str = "default",
+             independent_joints: Collection[str] | None = None,
+             length: float | None = None) -> Partition:
+    """Acquire the reference configuration and partition there.
+
+    Raises:
+        ClosureError: acquisition failed. CompileError: a bad independent-joint request.
+    """
+    q, _ = acquire(model, independent_joints=independent_joints)
+    return partition_at(model, q, name=name, independent_joints=independent_joints,
+                        length=length)
+
+
+@dataclass
+class ClosureState:
+    """Mutable per-state data of the motion lift (the Data of the Model/Data split).
+
+    Attributes:
+        model: the compiled model (immutable).
+        partition: the current partition (replaced on a computational reconfiguration).
+        q: (nq,) current configuration on the manifold.
+        events: log of reconfigurations and mechanism events (strings).
+        stats: accumulated counts.
+    """
+
+    model: CompiledModel
+    partition: Partition
+    q: np.ndarray
+    events: list[str] = field(default_factory=list)
+    stats: SolveStats = field(default_factory=SolveStats)
+
+    def module_columns(self) -> list[tuple[tuple[int, ...], tuple[int, ...], np.ndarray,
+                                          np.ndarray]]:
+        """Per module ``(chords, couplings, dependent v-columns, independent v-columns)``."""
+        dep = set(self.partition.dependent.tolist())
+        out = []
+        for blk in self.model.blocks:
+            d = np.array([j for j in blk.cols if j in dep], dtype=np.int64)
+            i = np.array([j for j in blk.cols if j not in dep], dtype=np.int64)
+            out.append((blk.chords, blk.couplings, d, i))
+        return out
+
+    def step(self, u: np.ndarray, h: float, *, depth: int = 0) -> np.ndarray:
+        """Advance along the manifold by ``h·u`` (independent speeds u, step h [s]).
+
+        Returns the new q (also stored). Raises ClosureError after 8 halvings.
+        """
+        m = self.model
+        L = lift(m, self.partition, self.q)
+        self.stats.jacobian_evals += 1
+        if L.cond > 1e9:
+            self._reconfigure()
+            L = lift(m, self.partition, self.q)
+        du = h * (L.E @ u)
+        q = m.integrate(self.q, du)
+        ok = True
+        for chords, couplings, cols, inputs in self.module_columns():
+            if cols.size == 0 or not np.any(du[inputs]):
+                continue  # no independent input of this module moved: nothing to correct
+            q, good = newton(m, q, chords, couplings, cols, stats=self.stats)
+            ok &= good
+        if not ok:
+            if depth >= 8:
+                raise ClosureError(f"{m.record.source}: the motion step does not close "
+                                   f"(unclosed: {_unclosed(m, residual(m, q), CLOSURE_TOL)})")
+            self.step(u, h / 2, depth=depth + 1)
+            return self.step(u, h / 2, depth=depth + 1)
+        self.q = q
+        return q
+
+    def _reconfigure(self) -> None:
+        """New partition with the same rank (logged); a rank change is a mechanism event."""
+        old = self.partition
+        new = partition_at(self.model, self.q, name=old.name, length=old.length_scale)
+        if new.rank != old.rank:
+            self.events.append(f"mechanism event: rank {old.rank} -> {new.rank}")
+            raise CompileError(f"mechanism event: closure rank changed {old.rank} -> "
+                               f"{new.rank} at the current configuration")
+        self.events.append(
+            f"computational reconfiguration: independent {old.joints} -> {new.joints}")
+        self.partition = new

@@ -1,0 +1,389 @@
+"""The run-time model: an immutable :class:`CompiledModel` (the Model of the Model/Data split).
+
+A compiled model holds the kinematic structure of a mechanism — joint kinds and attachment
+frames per edge, the spanning tree, the closure paths, the modules, the coordinate layout,
+the couplings and the stored partitions — as frozen arrays and tuples. It is built either
+from the compiler's IR (:meth:`CompiledModel.from_ir`, used by the ``rank`` pass at compile
+time) or from a bundle file (:meth:`CompiledModel.from_bundle`); both read the same fields.
+Per-state scratch lives elsewhere (:class:`rbc.model.closure.ClosureState`).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+
+from rbc.errors import BundleError
+from rbc.ir import spatial as sp
+from rbc.ir.bundle import open_bundle, strings
+from rbc.ir.joints import JointKind, joint_kind
+from rbc.ir.modules import Modules
+from rbc.ir.record import Joint, Pose, Record
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a = np.array(a)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True)
+class ModuleInfo:
+    """A dependency module at run time.
+
+    Attributes:
+        chords: chord positions (indices into :attr:`CompiledModel.chord_edges`).
+        couplings: coupling indices.
+        edges: candidate dependent edges; inputs: kept edges feeding the module.
+    """
+
+    chords: tuple[int, ...]
+    couplings: tuple[int, ...]
+    edges: tuple[int, ...]
+    inputs: tuple[int, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class ModuleBlock:
+    """A module's rows and columns in the global closure Jacobian.
+
+    Attributes:
+        chords, couplings: its residual blocks; rows: (m_b,) global row indices (chords
+            first); cols: (n_b,) sorted global v-indices of its candidate and input edges.
+    """
+
+    chords: tuple[int, ...]
+    couplings: tuple[int, ...]
+    rows: np.ndarray
+    cols: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class Partition:
+    """An independent/dependent split of the velocity coordinates (DESIGN.md §5).
+
+    Attributes:
+        name: partition name (``default`` or a ``--partition NAME=…`` request).
+        independent: (n_u,) v-indices of the independent speeds u.
+        dependent: (r,) v-indices of the dependent speeds.
+        rows: (r,) the row selector S: rows of C spanning its row space.
+        rank: r.
+        length_scale: the length [m] used to scale C for the rank decisions.
+        q_ref: (nq,) the assembled reference configuration.
+        joints: names of the joints whose coordinates are independent.
+    """
+
+    name: str
+    independent: np.ndarray
+    dependent: np.ndarray
+    rows: np.ndarray
+    rank: int
+    length_scale: float
+    q_ref: np.ndarray
+    joints: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        for name in ("independent", "dependent", "rows", "q_ref"):
+            object.__setattr__(self, name, _frozen(getattr(self, name)))
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledModel:
+    """Immutable kinematic model of a compiled mechanism.
+
+    Attributes:
+        record: the physical record.
+        edge_names, edge_types: (E,) per edge (record joints, then root edges).
+        kinds: (E,) :class:`~rbc.ir.joints.JointKind` per edge.
+        A, B: (E,) attachment frames ``A_j = T_parent_Jb`` and ``B_j = T_child_Jc`` (pin.SE3).
+        AdB: (E, 6, 6) ``Ad(B_j)``, angular-first (maps Jc twists to the child body frame).
+        parent, child: (E,) record parent/child vertex (world = n_bodies).
+        tree_edges: tree edges in depth-first order; chord_edges: cut joints in order.
+        sign: (E,) tree traversal sign (+1 / −1; 0 for chords).
+        paths: per chord, the ordered factors ``((edge, sign), …)`` from b to c.
+        modules: the dependency modules.
+        q_offset, v_offset: (E,) coordinate offsets; nq, nv, nq_tree, nv_tree: sizes.
+        coupling_rows: per coupling ``((v_index, q_index, coefficient), …)``;
+            coupling_offset: (n_couplings,).
+        lower, upper: (nv,) limits of each velocity coordinate's configuration counterpart
+            where one exists (1-to-1 coordinates of limited joints), ±inf elsewhere.
+        partitions: stored partitions by name.
+    """
+
+    record: Record
+    edge_names: tuple[str, ...]
+    edge_types: tuple[str, ...]
+    kinds: tuple[JointKind, ...]
+    A: tuple[pin.SE3, ...]
+    B: tuple[pin.SE3, ...]
+    AdB: np.ndarray
+    parent: np.ndarray
+    child: np.ndarray
+    n_bodies: int
+    tree_edges: tuple[int, ...]
+    chord_edges: tuple[int, ...]
+    sign: np.ndarray
+    parent_edge: np.ndarray
+    paths: tuple[tuple[tuple[int, int], ...], ...]
+    modules: tuple[ModuleInfo, ...]
+    q_offset: np.ndarray
+    v_offset: np.ndarray
+    nq: int
+    nv: int
+    nq_tree: int
+    nv_tree: int
+    coupling_rows: tuple[tuple[tuple[int, int, float], ...], ...]
+    coupling_offset: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    partitions: dict[str, Partition] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ sizes and slices
+    @property
+    def n_chords(self) -> int:
+        """Number of cut joints."""
+        return len(self.chord_edges)
+
+    @property
+    def n_rows(self) -> int:
+        """Rows of the closure residual: 6 per chord plus one per coupling."""
+        return 6 * self.n_chords + len(self.coupling_rows)
+
+    def q_slice(self, k: int) -> slice:
+        """Slice of edge ``k``'s coordinates in q."""
+        o = int(self.q_offset[k])
+        return slice(o, o + self.kinds[k].nq)
+
+    def v_slice(self, k: int) -> slice:
+        """Slice of edge ``k``'s coordinates in v."""
+        o = int(self.v_offset[k])
+        return slice(o, o + self.kinds[k].nv)
+
+    def edge(self, name: str) -> int:
+        """Edge index of a joint name.
+
+        Raises:
+            KeyError: no such joint.
+        """
+        return self.edge_names.index(name)
+
+    @functools.cached_property
+    def v_edge(self) -> np.ndarray:
+        """(nv,) the edge owning each velocity coordinate."""
+        out = np.empty(self.nv, dtype=np.int64)
+        for k in range(len(self.kinds)):
+            out[self.v_slice(k)] = k
+        return out
+
+    @functools.cached_property
+    def blocks(self) -> tuple[ModuleBlock, ...]:
+        """Per module: its residual rows and the v-columns it touches (candidates, inputs)."""
+        out = []
+        for mod in self.modules:
+            rows = [6 * i + r for i in mod.chords for r in range(6)]
+            rows += [6 * self.n_chords + c for c in mod.couplings]
+            cols = sorted({j for k in (*mod.edges, *mod.inputs)
+                           for j in range(self.v_slice(k).start, self.v_slice(k).stop)})
+            out.append(ModuleBlock(mod.chords, mod.couplings, _frozen(np.array(rows, int)),
+                                   _frozen(np.array(cols, dtype=np.int64))))
+        return tuple(out)
+
+    @functools.cached_property
+    def v_names(self) -> tuple[str, ...]:
+        """(nv,) names of the velocity coordinates (``docs/conventions.md``)."""
+        from rbc.ir.record import coordinate_names
+
+        names = [""] * self.nv
+        for k, (t, n) in enumerate(zip(self.edge_types, self.edge_names, strict=True)):
+            names[self.v_slice(k)] = coordinate_names(t, n)[1]
+        return tuple(names)
+
+    # ------------------------------------------------------------------ configurations
+    def integrate(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """``q ⊕ v`` edge by edge: (nq,), (nv,) → (nq,)."""
+        out = np.array(q, dtype=float)
+        for k, kind in enumerate(self.kinds):
+            if kind.nv:
+                qs, vs = self.q_slice(k), self.v_slice(k)
+                if np.any(v[vs]):
+                    out[qs] = kind.integrate(q[qs], v[vs])
+        return out
+
+    def difference(self, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
+        """``q1 ⊖ q0`` (nv,) edge by edge."""
+        out = np.zeros(self.nv)
+        for k, kind in enumerate(self.kinds):
+            if kind.nv:
+                out[self.v_slice(k)] = kind.difference(q0[self.q_slice(k)], q1[self.q_slice(k)])
+        return out
+
+    def initial_configuration(self) -> np.ndarray:
+        """(nq,) the record's ``initial`` guesses (neutral where none is given)."""
+        q = np.zeros(self.nq)
+        joints = self.record.joint_index()
+        for k, kind in enumerate(self.kinds):
+            if kind.nq:
+                j = joints.get(self.edge_names[k])
+                init = self.record.joints[j].initial if j is not None else None
+                q[self.q_slice(k)] = kind.from_record_initial(init)
+        return q
+
+    def limited_values(self, q: np.ndarray) -> np.ndarray:
+        """(nv,) the value of each limited coordinate (NaN where the coordinate has none)."""
+        out = np.full(self.nv, np.nan)
+        for k, kind in enumerate(self.kinds):
+            if kind.limited and len(kind.limited) == kind.nv:
+                out[self.v_slice(k)] = kind.limited_coordinates(q[self.q_slice(k)])
+        return out
+
+    def edge_transform(self, k: int, q: np.ndarray) -> pin.SE3:
+        """``X_k = A_k·Q_k(q_k)·B_k⁻¹ = T_parent_child`` of edge k."""
+        return self.A[k] * self.kinds[k].motion(q[self.q_slice(k)]) * self.B[k].inverse()
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_ir(cls, mods: Modules) -> CompiledModel:
+        """Build from the compiler IR (after the ``modules`` pass)."""
+        cp = mods.paths
+        f = cp.forest
+        g = f.graph
+        return _build(
+            record=g.record,
+            edge_names=g.edge_names,
+            edge_types=g.edge_types,
+            parent=g.parent,
+            child=g.child,
+            tree_edges=f.tree_edges,
+            chord_edges=f.chords,
+            sign=f.sign,
+            parent_edge=f.parent_edge,
+            paths=tuple(tuple((fa.edge, fa.sign) for fa in p.factors) for p in cp.paths),
+            modules=tuple(ModuleInfo(m.chords, m.couplings, m.edges, m.inputs)
+                          for m in mods.modules),
+            q_offset=f.q_offset,
+            v_offset=f.v_offset,
+            sizes=(f.nq, f.nv, f.nq_tree, f.nv_tree),
+        )
+
+    @classmethod
+    def from_bundle(cls, path: str | Path) -> CompiledModel:
+        """Load a bundle written by ``rbc compile``.
+
+        Raises:
+            BundleError: missing file, not a bundle, other schema version, or a record that
+                no longer parses.
+        """
+        from rbc.errors import RecordError
+        from rbc.passes.parse import parse_record_text
+
+        with open_bundle(path) as h5:
+            text = h5["record/text"][()]
+            text = text.decode() if isinstance(text, bytes) else str(text)
+            source = str(h5["meta"].attrs["record_source"])
+            try:
+                record = parse_record_text(text, source)
+            except RecordError as err:
+                raise BundleError(f"{path}: the stored record does not parse: {err}") from err
+            ptr = h5["chords/path_ptr"][()]
+            pe, ps = h5["chords/path_edge"][()], h5["chords/path_sign"][()]
+            m = h5["modules"]
+
+            def groups(name: str) -> list[tuple[int, ...]]:
+                p, flat = m[f"{name}_ptr"][()], m[name][()]
+                return [tuple(int(x) for x in flat[p[i]: p[i + 1]]) for i in range(len(p) - 1)]
+
+            mods = tuple(ModuleInfo(*t) for t in zip(groups("chords"), groups("couplings"),
+                                                     groups("edges"), groups("inputs"),
+                                                     strict=True))
+            c = h5["coordinates"].attrs
+            model = _build(
+                record=record,
+                edge_names=tuple(strings(h5["graph/edge_name"])),
+                edge_types=tuple(strings(h5["graph/edge_type"])),
+                parent=h5["graph/parent"][()],
+                child=h5["graph/child"][()],
+                tree_edges=tuple(int(k) for k in h5["forest/tree_edges"][()]),
+                chord_edges=tuple(int(k) for k in h5["chords/edge"][()]),
+                sign=h5["forest/sign"][()],
+                parent_edge=h5["forest/parent_edge"][()],
+                paths=tuple(tuple((int(pe[i]), int(ps[i])) for i in range(ptr[n], ptr[n + 1]))
+                            for n in range(len(ptr) - 1)),
+                modules=mods,
+                q_offset=h5["coordinates/q_offset"][()],
+                v_offset=h5["coordinates/v_offset"][()],
+                sizes=(int(c["nq"]), int(c["nv"]), int(c["nq_tree"]), int(c["nv_tree"])),
+            )
+            parts = {}
+            for name in h5.get("partitions", {}):
+                grp = h5["partitions"][name]
+                parts[name] = Partition(
+                    name=name,
+                    independent=grp["independent"][()],
+                    dependent=grp["dependent"][()],
+                    rows=grp["rows"][()],
+                    rank=int(grp.attrs["rank"]),
+                    length_scale=float(grp.attrs["length_scale"]),
+                    q_ref=grp["q_ref"][()],
+                    joints=tuple(strings(grp["joints"])),
+                )
+        return replace(model, partitions=parts)
+
+
+def _root_joint(name: str, etype: str) -> Joint:
+    """A synthetic record joint for a root edge (weld or free joint to the world)."""
+    return Joint(name=name, type=etype, parent="world", child=name.removesuffix(".root"))
+
+
+def _build(*, record: Record, edge_names, edge_types, parent, child, tree_edges, chord_edges,
+           sign, parent_edge, paths, modules, q_offset, v_offset, sizes) -> CompiledModel:
+    joints = {j.name: j for j in record.joints}
+    rec_joints = [joints.get(n) or _root_joint(n, t)
+                  for n, t in zip(edge_names, edge_types, strict=True)]
+    kinds = tuple(joint_kind(j) for j in rec_joints)
+    A = tuple(sp.se3_from_pose(j.parent_frame) for j in rec_joints)
+    B = tuple(sp.se3_from_pose(j.child_frame if j.child_frame else Pose())
+              for j in rec_joints)
+    nq, nv, nq_tree, nv_tree = sizes
+    lower, upper = np.full(nv, -np.inf), np.full(nv, np.inf)
+    for k, (j, kind) in enumerate(zip(rec_joints, kinds, strict=True)):
+        if j.lower and len(kind.limited) == kind.nv:
+            o = int(v_offset[k])
+            lower[o: o + kind.nv] = j.lower
+            upper[o: o + kind.nv] = j.upper
+    index = {n: k for k, n in enumerate(edge_names)}
+    coupling_rows = tuple(
+        tuple((int(v_offset[index[n]]), int(q_offset[index[n]]), float(c)) for n, c in cp.terms)
+        for cp in record.couplings
+    )
+    return CompiledModel(
+        record=record,
+        edge_names=tuple(edge_names),
+        edge_types=tuple(edge_types),
+        kinds=kinds,
+        A=A,
+        B=B,
+        AdB=_frozen(np.array([sp.adjoint(b) for b in B]).reshape(-1, 6, 6)),
+        parent=_frozen(parent),
+        child=_frozen(child),
+        n_bodies=len(record.bodies),
+        tree_edges=tuple(tree_edges),
+        chord_edges=tuple(chord_edges),
+        sign=_frozen(sign),
+        parent_edge=_frozen(parent_edge),
+        paths=paths,
+        modules=modules,
+        q_offset=_frozen(q_offset),
+        v_offset=_frozen(v_offset),
+        nq=nq,
+        nv=nv,
+        nq_tree=nq_tree,
+        nv_tree=nv_tree,
+        coupling_rows=coupling_rows,
+        coupling_offset=_frozen(np.array([c.offset for c in record.couplings], dtype=float)),
+        lower=_frozen(lower),
+        upper=_frozen(upper),
+    )

@@ -1,0 +1,297 @@
+"""Closure kinematics: residuals, the analytic closure Jacobian, and its velocity product.
+
+For chord e = (b, c) with ordered factors ``(j_i, σ_i)`` (DESIGN.md §4–5):
+
+    Δ_e(q) = X_{j_1}^{σ_1} ⋯ X_{j_m}^{σ_m} · X_e⁻¹ = T_b_c(tree) · T_b_c(chord)⁻¹,
+    ρ_e = log(Δ_e)  (6 rows, angular-first, in frame b).
+
+**Differential.** A joint increment δv_j moves its factor as ``X_j(q ⊕ δv) = X_j·exp(ζ)``
+with ``ζ = Ad(B_j) S_j(q_j) δv_j``, a twist in the child body frame. Written as a twist
+inserted into the product, σ = +1 inserts ``ζ`` right after ``X_j``; σ = −1 inserts ``−ζ``
+right before ``X_j⁻¹`` (``(X e^ζ)⁻¹ = e^{−ζ} X⁻¹``); the chord's own coordinates insert
+``−Ad(B_e) S_e δv_e`` before ``X_e⁻¹``. With ``W_i`` the product to the left of insertion i
+(``T_b_frame``), the left perturbation of Δ is ``η = Σ_i Ad(W_i) ζ_i`` and, because
+``log(exp(η)·Δ) = ρ + J_l(ρ)⁻¹ η + O(η²)``,
+
+    C_e = J_l(ρ_e)⁻¹ · [ … Ad(W_i) (±Ad(B_j) S_j) … ]          (one 6 × n_v_j block per factor)
+
+J_l⁻¹ is kept (``spatial.left_jacobian_inverse``); it is the identity only at closure.
+Fixed factors contribute nothing themselves but move every later ``W_i`` (the transports).
+Coupling rows are ``Dγ·N`` = their coefficients (1-coordinate joints, N = 1).
+
+**Velocity product** ``Ċ v`` (the curvature source): with ``η_i = Ad(W_i) ζ_i`` the twist
+rates, ``d/dt Ad(W_i) = ad(Σ_{k<i} η_k) Ad(W_i)`` (the insertion frame moves with every
+factor to its left), so along a motion with velocity v
+
+    Ċ v = J_l⁻¹ · Σ_i [ ad(Σ_{k<i} η_k) η_i + Ad(W_i) (±Ad(B_j) Ṡ_j v_j) ],
+
+exact on the closure manifold (there ``ρ̇ = C v = 0`` so J_l⁻¹ is constant to first order).
+``Ṡ_j v_j`` is the joint's bias acceleration (``JointKind.motion_subspace_rate``).
+References: Featherstone 2008 §2.8–2.11 and §4.4; Solà, Deray, Atchuthan 2018, App. D.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pinocchio as pin
+
+from rbc.ir import spatial as sp
+from rbc.model.compiled import CompiledModel
+
+ANGULAR = slice(0, 3)
+LINEAR = slice(3, 6)
+
+
+class TransformCache:
+    """Per-state cache of edge transforms ``X_k(q)`` (part of the per-state Data).
+
+    Args:
+        model: the compiled model.
+        q: (nq,) configuration; the cache is valid for this q only.
+    """
+
+    def __init__(self, model: CompiledModel, q: np.ndarray) -> None:
+        self.model = model
+        self.q = np.asarray(q, dtype=float)
+        self._X: dict[int, pin.SE3] = {}
+
+    def X(self, k: int) -> pin.SE3:
+        """``X_k = T_parent_child`` of edge k at the cached q."""
+        X = self._X.get(k)
+        if X is None:
+            X = self._X[k] = self.model.edge_transform(k, self.q)
+        return X
+
+
+def chord_terms(
+    model: CompiledModel, i: int, cache: TransformCache, v: np.ndarray | None = None
+) -> tuple[np.ndarray, list[tuple[int, np.ndarray]], np.ndarray | None]:
+    """Residual, Jacobian blocks and velocity product of chord ``i``.
+
+    Args:
+        model: compiled model.
+        i: chord position (0 … n_chords−1).
+        cache: transforms at the configuration q.
+        v: (nv,) velocity for the velocity product, or None to skip it.
+
+    Returns:
+        ``(ρ (6,), [(edge, block (6, nv_edge)) …], Ċv (6,) or None)``, all in frame b,
+        angular-first; blocks already include J_l(ρ)⁻¹. An edge may appear twice (loops
+        through the world); callers add the blocks.
+    """
+    q = cache.q
+    W = pin.SE3.Identity()
+    raw: list[tuple[int, np.ndarray]] = []
+    vel = np.zeros(6)
+    acc = np.zeros(6)
+    factors = list(model.paths[i]) + [(model.chord_edges[i], 0)]
+    for k, s in factors:
+        kind = model.kinds[k]
+        if s > 0:
+            W = W * cache.X(k)
+        if kind.nv:
+            qk = q[model.q_slice(k)]
+            sgn = 1.0 if s > 0 else -1.0
+            AdW = sp.adjoint(W)
+            G = sgn * (AdW @ model.AdB[k] @ kind.motion_subspace(qk))
+            raw.append((k, G))
+            if v is not None:
+                vk = v[model.v_slice(k)]
+                eta = G @ vk
+                rate = sgn * (AdW @ (model.AdB[k] @ kind.motion_subspace_rate(qk, vk)))
+                acc += sp.ad(vel) @ eta + rate
+                vel += eta
+        if s < 0:
+            W = W * cache.X(k).inverse()
+    delta = W * cache.X(model.chord_edges[i]).inverse()
+    rho = sp.log6(delta)
+    jl = sp.left_jacobian_inverse(delta)
+    blocks = [(k, jl @ G) for k, G in raw]
+    return rho, blocks, (jl @ acc if v is not None else None)
+
+
+def residual(model: CompiledModel, q: np.ndarray, chords: Iterable[int] | None = None,
+             couplings: Iterable[int] | None = None) -> np.ndarray:
+    """Closure residual ``[ρ_e…; γ…]`` (rows,) [rad, m]; all rows unless subsets are given.
+
+    Only the pruned path below each chord's lowest common ancestor is evaluated.
+    """
+    cache = TransformCache(model, q)
+    ch = range(model.n_chords) if chords is None else chords
+    cp = range(len(model.coupling_rows)) if couplings is None else couplings
+    parts = [_chord_residual(model, i, cache) for i in ch]
+    parts.append(np.array([coupling_value(model, c, q) for c in cp]))
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def _chord_residual(model: CompiledModel, i: int, cache: TransformCache) -> np.ndarray:
+    W = pin.SE3.Identity()
+    for k, s in model.paths[i]:
+        W = W * (cache.X(k) if s > 0 else cache.X(k).inverse())
+    return sp.log6(W * cache.X(model.chord_edges[i]).inverse())
+
+
+def coupling_value(model: CompiledModel, c: int, q: np.ndarray) -> float:
+    """``γ_c(q) = Σ coefficient·q + offset`` of coupling c."""
+    return sum(coef * q[qi] for _, qi, coef in model.coupling_rows[c]) + float(
+        model.coupling_offset[c])
+
+
+def closure_jacobian(model: CompiledModel, q: np.ndarray, v: np.ndarray | None = None
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Residual, analytic closure Jacobian and (optionally) its velocity product.
+
+    Args:
+        model: compiled model.
+        q: (nq,) configuration.
+        v: (nv,) velocity or None.
+
+    Returns:
+        ``(ρ (m,), C (m, nv), Ċv (m,) or None)`` with m = 6·n_chords + n_couplings. C maps
+        velocity coordinates to residual rates: ``ρ̇ = C v``. Its nonzeros lie in the
+        pattern of :func:`sparsity_pattern`.
+    """
+    m = model.n_rows
+    rho = np.zeros(m)
+    C = np.zeros((m, model.nv))
+    cv = np.zeros(m) if v is not None else None
+    cache = TransformCache(model, q)
+    for i in range(model.n_chords):
+        r, blocks, acc = chord_terms(model, i, cache, v)
+        rows = slice(6 * i, 6 * i + 6)
+        rho[rows] = r
+        for k, G in blocks:
+            C[rows, model.v_slice(k)] += G
+        if cv is not None:
+            cv[rows] = acc
+    base = 6 * model.n_chords
+    for c, terms in enumerate(model.coupling_rows):
+        rho[base + c] = coupling_value(model, c, q)
+        for vi, _, coef in terms:
+            C[base + c, vi] += coef
+    return rho, C, cv
+
+
+def rows_of(model: CompiledModel, chords: Iterable[int], couplings: Iterable[int]) -> np.ndarray:
+    """Global residual row indices of a set of chords and couplings (chords first)."""
+    return np.array([6 * i + r for i in chords for r in range(6)]
+                    + [6 * model.n_chords + c for c in couplings], dtype=np.int64)
+
+
+def local_jacobian(
+    model: CompiledModel,
+    q: np.ndarray,
+    chords: Iterable[int],
+    couplings: Iterable[int],
+    cols: np.ndarray,
+    v: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Residual, Jacobian and velocity product of a subset of rows, on a subset of columns.
+
+    Args:
+        chords, couplings: the row blocks (in this order, as :func:`rows_of`).
+        cols: (n,) global v-indices of the columns to keep (they must cover every column the
+            rows touch that the caller cares about; others are dropped).
+        v: (nv,) velocity for the velocity product, or None.
+
+    Returns:
+        ``(ρ (m_sub,), C_sub (m_sub, n), Ċv (m_sub,) or None)``. Memory is O(m_sub·n), so
+        module-wise analysis of very large mechanisms stays linear.
+    """
+    chords, couplings = list(chords), list(couplings)
+    local = {int(j): n for n, j in enumerate(cols)}
+    cache = TransformCache(model, q)
+    m = 6 * len(chords) + len(couplings)
+    rho, C = np.zeros(m), np.zeros((m, len(cols)))
+    cv = np.zeros(m) if v is not None else None
+    for n, i in enumerate(chords):
+        r, blocks, acc = chord_terms(model, i, cache, v)
+        rows = slice(6 * n, 6 * n + 6)
+        rho[rows] = r
+        if cv is not None:
+            cv[rows] = acc
+        for k, G in blocks:
+            sl = model.v_slice(k)
+            for c, j in enumerate(range(sl.start, sl.stop)):
+                if j in local:
+                    C[rows, local[j]] += G[:, c]
+    for n, c in enumerate(couplings):
+        row = 6 * len(chords) + n
+        rho[row] = coupling_value(model, c, q)
+        for vi, _, coef in model.coupling_rows[c]:
+            if vi in local:
+                C[row, local[vi]] += coef
+    return rho, C, cv
+
+
+def sparsity_pattern(model: CompiledModel) -> np.ndarray:
+    """(m, nv) bool: the entries of C that may be nonzero, generated from the paths."""
+    P = np.zeros((model.n_rows, model.nv), dtype=bool)
+    for i in range(model.n_chords):
+        for k, _ in list(model.paths[i]) + [(model.chord_edges[i], 0)]:
+            P[6 * i: 6 * i + 6, model.v_slice(k)] = True
+    base = 6 * model.n_chords
+    for c, terms in enumerate(model.coupling_rows):
+        for vi, _, _ in terms:
+            P[base + c, vi] = True
+    return P
+
+
+def body_poses(model: CompiledModel, q: np.ndarray) -> list[pin.SE3]:
+    """World poses ``T_world_body`` of every body (B,) through the spanning tree."""
+    cache = TransformCache(model, q)
+    T: list[pin.SE3 | None] = [None] * (model.n_bodies + 1)
+    T[model.n_bodies] = pin.SE3.Identity()
+    for k in model.tree_edges:  # depth-first: parents before children
+        if model.sign[k] > 0:
+            p, c = int(model.parent[k]), int(model.child[k])
+            T[c] = T[p] * cache.X(k)
+        else:
+            p, c = int(model.child[k]), int(model.parent[k])
+            T[c] = T[p] * cache.X(k).inverse()
+    return T[: model.n_bodies]  # type: ignore[return-value]
+
+
+def tree_path(model: CompiledModel, body: int) -> list[tuple[int, int]]:
+    """Factors ``(edge, sign)`` from the world down to ``body`` through the tree."""
+    out = []
+    v = body
+    while v != model.n_bodies:
+        k = int(model.parent_edge[v])
+        out.append((k, int(model.sign[k])))
+        v = int(model.parent[k]) if model.sign[k] > 0 else int(model.child[k])
+    return out[::-1]
+
+
+def frame_jacobian(model: CompiledModel, q: np.ndarray, body: int, frame: pin.SE3
+                   ) -> tuple[pin.SE3, np.ndarray]:
+    """World pose and world-aligned Jacobian of a frame fixed in a body.
+
+    Args:
+        body: body index; frame: ``T_body_frame``.
+
+    Returns:
+        ``(T_world_frame, J (6, nv))``: ``J v = [ω; ṗ]`` — the frame's angular velocity and
+        the velocity of its origin, both in world axes (Pinocchio's LOCAL_WORLD_ALIGNED,
+        angular-first). Uses the same insertion rule as the closure Jacobian.
+    """
+    cache = TransformCache(model, q)
+    W = pin.SE3.Identity()
+    J = np.zeros((6, model.nv))
+    for k, s in tree_path(model, body):
+        kind = model.kinds[k]
+        if s > 0:
+            W = W * cache.X(k)
+        if kind.nv:
+            G = (1.0 if s > 0 else -1.0) * (sp.adjoint(W) @ model.AdB[k]
+                                            @ kind.motion_subspace(q[model.q_slice(k)]))
+            J[:, model.v_slice(k)] += G
+        if s < 0:
+            W = W * cache.X(k).inverse()
+    T = W * frame
+    # spatial (world-frame) twist → angular velocity and velocity of the frame origin
+    p = T.translation
+    J[LINEAR] = J[LINEAR] - sp.skew(p) @ J[ANGULAR]
+    return T, J

@@ -1,0 +1,273 @@
+"""Rank analysis, the independent/dependent partition, the lift E and the curvature Ė u.
+
+**Scaling** (DESIGN.md §5). C mixes units (rad and m rows; rad/s and m/s columns). Rank
+decisions use ``C_s = D_r C D_c`` with linear rows divided by a length scale L and linear
+columns multiplied by L, so that every entry is dimensionless. L defaults to the median
+distance of the record's joint attachment points from their body origins
+(:func:`characteristic_length`); ``--length-scale`` overrides it.
+
+**Partition.** Rows: QR with column pivoting on ``C_sᵀ`` picks r rows spanning the row space
+(the row selector S; r counts ``|R_ii| > tol·|R_00|``). Columns: pivoted QR picks the r
+dependent columns, first among the passive coordinates and only then, on the orthogonal
+complement, among the preferred ones (actuated joints and the record's ``independent``), so
+that actuated and requested joints stay independent whenever the rank allows
+(Businger & Golub 1965; Golub & Van Loan, *Matrix Computations*, §5.4.2).
+
+**Lift.** With ``R_p = S C Π_p`` (r × r) and ``R_a = S C Π_a``, ``S C v = 0`` gives
+``v_p = −R_p⁻¹ R_a u``, i.e. ``E = Πᵀ [−R_p⁻¹ R_a; I]`` — computed with an LU solve, never an
+explicit inverse.
+
+**Curvature.** Differentiating ``C E = 0`` along the motion gives ``C Ė u = −Ċ v`` with
+``v = E u``; only the dependent rows of Ė are nonzero, so ``(Ė u)_p = −R_p⁻¹ S Ċ v`` and
+``(Ė u)_a = 0``. Ċ v is the analytic velocity product of :mod:`rbc.model.kinematics`
+(preferred over a directional difference of C: it is exact on the manifold and costs one
+pass over the paths).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg as sla
+
+from rbc.errors import CompileError
+from rbc.model.compiled import CompiledModel, Partition
+from rbc.model.kinematics import closure_jacobian, local_jacobian
+
+#: Relative threshold on |R_ii| / |R_00| of the scaled pivoted QR below which a direction is
+#: counted as rank deficient. Scaled entries are O(1); round-off in C is ~1e-15, so 1e-9
+#: separates numerical zeros from genuine (even badly conditioned) directions by six
+#: orders of magnitude on either side.
+RANK_TOL = 1e-9
+
+#: Condition number of R_p beyond which a partition is considered singular at the current
+#: configuration (1/RANK_TOL: the same margin as the rank decision).
+SINGULAR_COND = 1.0 / RANK_TOL
+
+
+@dataclass(frozen=True)
+class Scales:
+    """Row and column scales of C (``C_s = diag(rows) · C · diag(cols)``)."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    length: float
+
+
+def characteristic_length(model: CompiledModel) -> float:
+    """Median nonzero distance [m] of joint attachment points from their body origins.
+
+    Falls back to 1 m for records without any offset.
+    """
+    d = [np.linalg.norm(T.translation) for T in (*model.A, *model.B)]
+    d = [x for x in d if x > 1e-9]
+    return float(np.median(d)) if d else 1.0
+
+
+def scales(model: CompiledModel, length: float | None = None) -> Scales:
+    """Scales making C dimensionless (see module docstring)."""
+    L = length or characteristic_length(model)
+    rows = np.ones(model.n_rows)
+    for i in range(model.n_chords):
+        rows[6 * i + 3: 6 * i + 6] = 1.0 / L
+    cols = np.ones(model.nv)
+    for k, kind in enumerate(model.kinds):
+        sl = model.v_slice(k)
+        if kind.type in ("prismatic", "cylindrical", "planar", "free"):
+            linear = {"prismatic": [0], "cylindrical": [0], "planar": [0, 1],
+                      "free": [3, 4, 5]}[kind.type]
+            cols[np.arange(sl.start, sl.stop)[linear]] = L
+    return Scales(rows, cols, L)
+
+
+def numerical_rank(Rdiag: np.ndarray) -> int:
+    """Rank from the diagonal of a pivoted-QR R factor (relative threshold RANK_TOL)."""
+    a = np.abs(Rdiag)
+    if a.size == 0 or a[0] == 0.0:
+        return 0
+    return int(np.sum(a > RANK_TOL * a[0]))
+
+
+def select_rows(Cs: np.ndarray) -> tuple[np.ndarray, int]:
+    """Row selector and rank: pivoted QR of ``C_sᵀ``; returns (sorted rows (r,), r)."""
+    if Cs.size == 0:
+        return np.zeros(0, dtype=np.int64), 0
+    _, R, piv = sla.qr(Cs.T, mode="economic", pivoting=True)
+    r = numerical_rank(np.diag(R))
+    return np.sort(piv[:r]).astype(np.int64), r
+
+
+def select_dependent(Cs: np.ndarray, r: int, preferred: Collection[int]) -> np.ndarray:
+    """r dependent columns of ``C_s`` (selected rows): passive columns first.
+
+    Raises:
+        CompileError: the columns do not reach rank r (cannot happen for r = rank(C_s)).
+    """
+    n = Cs.shape[1]
+    passive = np.array([j for j in range(n) if j not in preferred], dtype=np.int64)
+    pref = np.array(sorted(preferred), dtype=np.int64)
+    chosen: list[int] = []
+    Q = np.zeros((Cs.shape[0], 0))
+    for pool in (passive, pref):
+        need = r - len(chosen)
+        if need <= 0 or pool.size == 0:
+            continue
+        M = Cs[:, pool] - Q @ (Q.T @ Cs[:, pool])
+        q, R, piv = sla.qr(M, mode="economic", pivoting=True)
+        diag = np.abs(np.diag(R))
+        scale = max(np.abs(Cs).max(), 1e-300)
+        k = int(min(need, np.sum(diag > RANK_TOL * scale)))
+        chosen += pool[piv[:k]].tolist()
+        Q = np.linalg.qr(Cs[:, chosen])[0] if chosen else Q
+    if len(chosen) != r:
+        raise CompileError(f"rank analysis: found {len(chosen)} dependent columns, need {r}")
+    return np.sort(np.array(chosen, dtype=np.int64))
+
+
+def joint_columns(model: CompiledModel, names: Collection[str]) -> set[int]:
+    """v-indices of the named joints' coordinates."""
+    out: set[int] = set()
+    for n in names:
+        sl = model.v_slice(model.edge(n))
+        out.update(range(sl.start, sl.stop))
+    return out
+
+
+def preferred_independent(model: CompiledModel) -> set[int]:
+    """Actuated joints and the record's ``independent`` list (and free roots)."""
+    rec = model.record
+    names = set(rec.actuated_joints()) | set(rec.independent)
+    names |= {n for n, t in zip(model.edge_names, model.edge_types, strict=True)
+              if n.endswith(".root") and t == "free"}
+    return joint_columns(model, names)
+
+
+def partition_at(
+    model: CompiledModel,
+    q: np.ndarray,
+    *,
+    name: str = "default",
+    independent_joints: Collection[str] | None = None,
+    length: float | None = None,
+) -> Partition:
+    """Rank analysis at configuration q, module by module.
+
+    The closure Jacobian is block structured by the dependency modules (a module's rows
+    touch only its candidate and input columns), so each module is analysed on its own
+    small block: the cost stays linear in the number of loops.
+
+    Args:
+        model: compiled model.
+        q: (nq,) configuration (normally assembled).
+        name: partition name.
+        independent_joints: joints that must be independent (their coordinates are exactly
+            the independent speeds); None → preferred actuated/requested joints.
+        length: length scale [m] (default :func:`characteristic_length`).
+
+    Returns:
+        The partition (``q_ref`` = q).
+
+    Raises:
+        CompileError: the requested joints do not give exactly nv − r independent speeds,
+            leave a dependent block singular, or two modules claim one input coordinate.
+    """
+    sc = scales(model, length)
+    forced = None if independent_joints is None else joint_columns(model, independent_joints)
+    pref = preferred_independent(model) if forced is None else forced
+    rows: list[int] = []
+    dep: set[int] = set()
+    rank = 0
+    for blk in model.blocks:
+        _, C, _ = local_jacobian(model, q, blk.chords, blk.couplings, blk.cols)
+        Cs = sc.rows[blk.rows][:, None] * C * sc.cols[blk.cols][None, :]
+        sel, r = select_rows(Cs)
+        rows += blk.rows[sel].tolist()
+        rank += r
+        if forced is None:
+            local = select_dependent(Cs[sel], r, {n for n, j in enumerate(blk.cols) if j in pref})
+        else:
+            local = np.array([n for n, j in enumerate(blk.cols) if j not in forced], dtype=int)
+            block = Cs[sel][:, local]
+            if local.size != r or (r and numerical_rank(
+                    sla.qr(block, mode="r", pivoting=True)[0].diagonal()) < r):
+                chords = ", ".join(model.edge_names[model.chord_edges[i]] for i in blk.chords)
+                raise CompileError(
+                    f"partition '{name}': with {', '.join(independent_joints or ())} "
+                    f"independent, the loops closed by {chords or 'the couplings'} have "
+                    f"{local.size} dependent coordinates for {r} independent closure rows "
+                    "(or a singular block) at the reference configuration; choose other joints")
+        cols = set(blk.cols[local].tolist())
+        if cols & dep:
+            raise CompileError(f"partition '{name}': coordinates "
+                               f"{[model.v_names[j] for j in sorted(cols & dep)]} would be "
+                               "dependent in two modules")
+        dep |= cols
+    if forced is not None and len(forced) != model.nv - rank:
+        raise CompileError(
+            f"partition '{name}': joints {', '.join(independent_joints or ())} give "
+            f"{len(forced)} independent speeds, but this mechanism has {model.nv - rank} "
+            f"(nv {model.nv} − rank {rank}); name joints with exactly {model.nv - rank} "
+            "coordinates")
+    dependent = np.array(sorted(dep), dtype=np.int64)
+    ind = np.array(sorted(set(range(model.nv)) - dep), dtype=np.int64)
+    joints = tuple(dict.fromkeys(model.edge_names[int(model.v_edge[j])] for j in ind))
+    return Partition(name=name, independent=ind, dependent=dependent,
+                     rows=np.array(sorted(rows), dtype=np.int64), rank=rank,
+                     length_scale=sc.length, q_ref=np.array(q, dtype=float), joints=joints)
+
+
+@dataclass(frozen=True, eq=False)
+class Lift:
+    """The lift at one configuration: ``v = E u`` and ``Ė u`` (DESIGN.md §5).
+
+    Attributes:
+        E: (nv, n_u) maps independent speeds to all speeds.
+        lu: LU factors of R_p (r × r), reused for the curvature solve.
+        cond: condition-number estimate of R_p (2-norm, from its singular values).
+        C: (m, nv) the closure Jacobian at q.
+    """
+
+    E: np.ndarray
+    lu: tuple[np.ndarray, np.ndarray] | None
+    cond: float
+    C: np.ndarray
+
+
+def lift(model: CompiledModel, part: Partition, q: np.ndarray) -> Lift:
+    """E(q) for a partition: ``E[ind] = I``, ``E[dep] = −R_p⁻¹ R_a`` (LU solve)."""
+    _, C, _ = closure_jacobian(model, q)
+    return lift_from_jacobian(part, C)
+
+
+def lift_from_jacobian(part: Partition, C: np.ndarray) -> Lift:
+    """E from an already evaluated closure Jacobian C (m, nv)."""
+    nv = C.shape[1]
+    E = np.zeros((nv, part.independent.size))
+    E[part.independent, np.arange(part.independent.size)] = 1.0
+    if part.rank == 0:
+        return Lift(E, None, 1.0, C)
+    SC = C[part.rows]
+    Rp, Ra = SC[:, part.dependent], SC[:, part.independent]
+    lu = sla.lu_factor(Rp, check_finite=False)
+    E[part.dependent] = -sla.lu_solve(lu, Ra, check_finite=False)
+    s = np.linalg.svd(Rp, compute_uv=False)
+    cond = float(s[0] / s[-1]) if s[-1] > 0 else np.inf
+    return Lift(E, lu, cond, C)
+
+
+def curvature(model: CompiledModel, part: Partition, q: np.ndarray, u: np.ndarray,
+              lifted: Lift | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(v, Ė u)``: all speeds and the curvature term (nv,), (nv,) at (q, u).
+
+    ``(Ė u)_dep = −R_p⁻¹ S Ċ v``, ``(Ė u)_ind = 0``; the tree acceleration is then
+    ``v̇ = E u̇ + Ė u``.
+    """
+    L = lifted or lift(model, part, q)
+    v = L.E @ u
+    _, _, cv = closure_jacobian(model, q, v)
+    edu = np.zeros(model.nv)
+    if part.rank and L.lu is not None:
+        edu[part.dependent] = -sla.lu_solve(L.lu, cv[part.rows], check_finite=False)
+    return v, edu
