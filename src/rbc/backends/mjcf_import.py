@@ -43,12 +43,12 @@ from rbc.backends.record_writer import (
     ImportResult,
     ModelImportError,
     floats,
+    mass_entry,
     numbers,
     pose_dict,
     read_xml,
     rotate_inertia,
     se3,
-    six_from_tensor,
     tensor_from_six,
 )
 from rbc.ir import spatial
@@ -81,6 +81,7 @@ class _Ctx:
     eulerseq: str = "xyz"
     autolimits: bool = True
     inertiafromgeom: str = "auto"
+    repair: bool = False
     meshdir: Path | None = None
     defaults: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -313,7 +314,8 @@ def _inertia_entry(ctx: _Ctx, body: _Body, entry: dict, mj) -> None:
         com = _nums(ctx, inertial, attrs, "pos", 3)
         if com is None:
             raise ctx.error(inertial, "<inertial> needs a 'pos'")
-        _put_mass(entry, mass[0], com, tensor)
+        entry.update(mass_entry(ctx.file, ctx.where(inertial), body.name, mass[0], com, tensor,
+                                ctx.repair, ctx.warnings))
         return
     if mj is None:
         if body.el.find("geom") is not None:
@@ -324,16 +326,9 @@ def _inertia_entry(ctx: _Ctx, body: _Body, entry: dict, mj) -> None:
 
     bid = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_BODY, body.name)
     R = spatial.rotation_from_quat(mj.body_iquat[bid])
-    _put_mass(entry, float(mj.body_mass[bid]), mj.body_ipos[bid],
-              rotate_inertia(R, np.diag(mj.body_inertia[bid])))
-
-
-def _put_mass(entry: dict, mass: float, com, tensor: np.ndarray) -> None:
-    if mass == 0.0 and not np.any(tensor):
-        return
-    entry["mass"] = float(mass)
-    entry["com"] = floats(com)
-    entry["inertia"] = six_from_tensor(tensor)
+    entry.update(mass_entry(ctx.file, ctx.where(body.el), body.name, float(mj.body_mass[bid]),
+                            mj.body_ipos[bid], rotate_inertia(R, np.diag(mj.body_inertia[bid])),
+                            ctx.repair, ctx.warnings))
 
 
 def _geometry(ctx: _Ctx, body: _Body, meshes: dict[str, tuple[str, list[float] | None]],
@@ -538,11 +533,14 @@ def load_mujoco(path: str | Path, root=None):
 # ------------------------------------------------------------------------------ main entry
 
 
-def import_mjcf(path: str | Path) -> ImportResult:
+def import_mjcf(path: str | Path, *, repair_inertia: bool = False) -> ImportResult:
     """Read an MJCF file and build the physical record.
 
     Args:
         path: the MuJoCo XML model.
+        repair_inertia: apply the documented inertia repair
+            (:func:`~rbc.backends.record_writer.repair_inertia`) instead of failing on a
+            physically invalid inertia.
 
     Returns:
         The record dict (schema v1, SI, rad, wxyz), header lines and warnings.
@@ -554,7 +552,7 @@ def import_mjcf(path: str | Path) -> ImportResult:
     """
     path = Path(path)
     root = read_xml(path, "mujoco")
-    ctx = _Ctx(path)
+    ctx = _Ctx(path, repair=repair_inertia)
     _read_compiler(ctx, root)
     main_default = [d for d in root.findall("default")]
     for d in main_default:

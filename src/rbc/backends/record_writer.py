@@ -244,3 +244,87 @@ def numbers(file: str | Path, el, attr: str, n: int | None = None,
         raise ModelImportError(file, f"line {el.sourceline}",
                                f"<{el.tag}> {attr}='{text}' is not finite")
     return vals
+
+
+# ------------------------------------------------------------------------------ inertia
+
+
+def inertia_problem(mass: float, tensor: np.ndarray) -> str | None:
+    """Why the record parser would reject these mass properties, or None if it accepts them.
+
+    Mirrors the parser's checks (docs/records.md, "Physical checks"): mass ≥ 0; a zero
+    tensor only with zero mass; a positive definite tensor whose principal moments obey
+    the triangle inequality (relative slack ``INERTIA_TRIANGLE_RTOL`` of the trace).
+    """
+    from rbc.passes.parse import INERTIA_TRIANGLE_RTOL
+
+    if mass < 0.0:
+        return f"negative mass {mass!r}"
+    t = np.asarray(tensor, dtype=float)
+    if not t.any():
+        return None if mass == 0.0 else f"zero inertia with mass {mass!r} (a point mass)"
+    moments = np.linalg.eigvalsh(0.5 * (t + t.T))
+    if moments[0] <= 0.0:
+        return f"inertia not positive definite (principal moments {floats(moments)})"
+    if moments[2] > moments[0] + moments[1] + INERTIA_TRIANGLE_RTOL * float(moments.sum()):
+        return f"principal moments {floats(moments)} break the triangle inequality"
+    return None
+
+
+def repair_inertia(mass: float, tensor: np.ndarray) -> np.ndarray:
+    """The explicit ``--repair-inertia`` rule (off by default; documented in docs/import.md).
+
+    Principal moments below ``floor = max(1e-9·λmax, 1e-12 m²·mass)`` are raised to the
+    floor (a point mass gets the isotropic tensor of a 1e-6 m radius of gyration); then, if
+    the largest moment exceeds the sum of the other two, both smaller moments are raised by
+    half the excess (plus a relative 1e-9 margin). Principal axes are kept.
+
+    Args:
+        mass: [kg], ≥ 0.
+        tensor: (3, 3) inertia about the COM [kg·m²].
+
+    Returns:
+        (3, 3) repaired tensor in the same axes.
+    """
+    t = 0.5 * (np.asarray(tensor, dtype=float) + np.asarray(tensor, dtype=float).T)
+    lam, vec = np.linalg.eigh(t)
+    floor = max(1e-9 * float(lam.max()), 1e-12 * mass)
+    lam = np.maximum(lam, floor)
+    excess = lam[2] - lam[0] - lam[1]
+    if excess > 0.0:
+        lam[:2] += 0.5 * excess + 1e-9 * lam[2]
+    return vec @ np.diag(lam) @ vec.T
+
+
+def mass_entry(file: str | Path, where: str, body: str, mass: float, com,
+               tensor: np.ndarray, repair: bool, warnings: list[str]) -> dict:
+    """Record keys ``mass, com, inertia`` for one body, checked before writing.
+
+    Args:
+        file, where: for the error message (input file and location of the inertia).
+        body: the body name.
+        mass: [kg]; com: (3,) [m] in body coordinates; tensor: (3, 3) about the COM, body
+            axes [kg·m²].
+        repair: apply :func:`repair_inertia` to an invalid tensor (reported in ``warnings``).
+        warnings: list receiving a message for every repair.
+
+    Returns:
+        ``{}`` for a massless body, else ``{mass, com, inertia}``.
+
+    Raises:
+        ModelImportError: invalid mass properties and ``repair`` is False (the message
+            names the body and suggests ``--repair-inertia``).
+    """
+    t = np.asarray(tensor, dtype=float)
+    if mass == 0.0 and not t.any():
+        return {}
+    problem = inertia_problem(mass, t)
+    if problem is not None:
+        if not repair or mass < 0.0:
+            raise ModelImportError(file, where, f"body '{body}': {problem}; the input is "
+                                   "physically invalid (rerun with --repair-inertia to apply "
+                                   "the documented repair)")
+        t = repair_inertia(mass, t)
+        warnings.append(f"body '{body}': {problem}; repaired (--repair-inertia) to "
+                        f"{six_from_tensor(t)}")
+    return {"mass": float(mass), "com": floats(com), "inertia": six_from_tensor(t)}

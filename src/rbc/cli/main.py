@@ -15,9 +15,11 @@ from rbc.cli import compile as _compile  # noqa: F401  (registers commands)
 from rbc.cli import inspect as _inspect  # noqa: F401
 from rbc.cli.app import app
 from rbc.cli.bench import bench_app
+from rbc.cli.import_ import import_app
 from rbc.errors import RbcError
 
 app.add_typer(bench_app, name="bench")
+app.add_typer(import_app, name="import")
 
 
 def main(argv: list[str] | None = None) -> int:
