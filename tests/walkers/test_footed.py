@@ -8,6 +8,7 @@ from rbc.walkers.footed import (
     design_gait,
     foot_angle_flat,
     freed_foot_impact,
+    ground_reaction,
     sole_points,
     walk_footed,
 )
@@ -31,6 +32,8 @@ def test_footed_walks_10_strides_with_checks(run):
     for s in res.strides:
         assert s.impact.normal_ok and s.impact.cone_ok and s.impact.liftoff_ok
         assert s.extra["cop_ok"] and -L <= s.extra["cop"] <= 0.0
+        lo, hi = s.extra["flat_cop_range"]  # flat-foot CoP sampled every step
+        assert -L <= lo <= hi <= 0.0
         assert s.length > 0.2
         # heel rise: same state embedded, energy identical to the last digits (a few ulp
         # of ~200 J from summing the frozen foot's potential separately)
@@ -93,3 +96,18 @@ def test_freed_foot_11_coordinate_impact_matches_12_coordinate_form():
     np.testing.assert_allclose(rep11.impulse, rep12.impulse, atol=1e-11)
     # old stance toe velocity: base velocity in the old chart vs point velocity in the new
     assert rep11.liftoff_velocity == pytest.approx(rep12.qd_e[11], abs=1e-12)
+
+
+def test_toe_roll_reaction_has_no_moment_about_the_toe(run):
+    """Newton-Euler on the Lagrangian accelerations: during toe roll the ground acts through
+    the toe only (the foot angle is unactuated), so the CoP must sit at the toe."""
+    w, res = run
+    ks = np.flatnonzero(res.phase == 1)[::50]
+    assert len(ks) > 10
+    for k in ks:
+        q, qd = res.x[k, :10], res.x[k, 10:]
+        qdd = w.toe.accel(q, qd)[0]
+        F, d = ground_reaction(w.model, q, qd, qdd, 0.0)
+        assert F[1] > 0
+        # |tau| is round-off of sums of O(100 N m) terms (~1e-12), F_N ~ 300 N
+        assert abs(d) < 1e-10

@@ -68,6 +68,28 @@ def sole_points(model: WalkerModel, q: np.ndarray) -> dict[str, np.ndarray]:
             "heel_sw": toe_sw + sole(q[8])}
 
 
+def ground_reaction(model: WalkerModel, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
+                    alpha: float) -> tuple[np.ndarray, float]:
+    """Stance-foot ground reaction ``F`` (2,) [N] and its centre of pressure ``d`` [m].
+
+    Newton-Euler on the whole body with the base (stance toe) at rest:
+    ``F = sum_k m_k (cdd_k - g_t)`` and the clockwise moment about the toe
+    ``tau = sum_k m_k (r_y (cdd_x - g_x) - r_x (cdd_y - g_y)) + sum_j I_j qdd_j``
+    (``dL/dt`` minus the gravity moment, clockwise positive as in
+    :func:`rbc.walkers.model.angular_momentum`); a normal force at ``d`` along the sole has
+    clockwise moment ``-d F_N``, so ``d = -tau / F_N`` (0 at the toe, ``-sole_length`` at
+    the heel). ``q, qd, qdd``: (10,) full coordinates (flat foot: ``qd[9] = qdd[9] = 0``).
+    """
+    s, c = np.sin(q), np.cos(q)
+    qd2 = qd * qd
+    r = np.stack([model.A @ s, model.A @ c], axis=1)  # (K, 2)
+    gt = model.g * np.array([np.sin(alpha), -np.cos(alpha)])
+    a = np.stack([model.A @ (c * qdd - s * qd2), model.A @ (-s * qdd - c * qd2)], axis=1) - gt
+    F = model.m @ a
+    tau = model.m @ (r[:, 1] * a[:, 0] - r[:, 0] * a[:, 1]) + model.I @ qdd
+    return F, float(-tau / F[1]) if F[1] > 0 else float("nan")
+
+
 @dataclass(frozen=True)
 class FootedDesign:
     """Posture-defined gait of the footed walker.
@@ -148,7 +170,32 @@ def design_gait(model: WalkerModel) -> FootedDesign:
     ankle_hr = th + hd[4] / 2 - phi0  # q_shank(s_hr) - q_foot_flat
     slope = (a1[8] - ankle_hr) / (1.0 - s_hr)
     alpha[8] = a1[8] - slope * (1.0 - k)
+    if g.get("impact_invariant", False):
+        alpha = _impact_invariant_alpha(model, alpha, H0, c, th_p, th_m, q)
     return FootedDesign(q, qp, H0, Bezier(alpha), c, th_p, th_m, s_hr)
+
+
+def _impact_invariant_alpha(model, alpha, H0, c, th_p, th_m, q_minus):
+    """Second Bezier points of the 8 shape outputs chosen so ``y = 0`` survives touchdown.
+
+    On the toe-roll constraint surface at ``s = 1`` the velocity direction is
+    ``qd- = [J(1); c]^-1 [0; 1]`` (10 equations: 9 outputs + phase). The freed-foot impact
+    is linear in velocity, so ``qd+`` (new chart) has a fixed direction and
+    ``h_d'(0) = dtheta H0 qd+ / (c . qd+)`` with ``h_d'(0) = M (alpha_1 - alpha_0)`` makes
+    the flat-foot outputs zero right after impact (Westervelt et al. 2007, Sec. 6.3.2;
+    the same construction as :func:`rbc.walkers.vc.impact_invariant`).
+    """
+    dth = th_m - th_p
+    bz = Bezier(alpha)
+    _, hd1, _ = bz(1.0)
+    J = H0 - np.outer(hd1, c / dth)
+    qdm = np.linalg.solve(np.vstack([J, c]), np.append(np.zeros(9), 1.0))
+    qdm[8] = 0.0  # the landing foot is held flat (its shape is constant near s = 1)
+    _, qdp, _ = freed_foot_impact(model, q_minus, qdm)
+    M = alpha.shape[1] - 1
+    out = alpha.copy()
+    out[:8, 1] = alpha[:8, 0] + dth * (H0[:8] @ qdp) / (c @ qdp) / M
+    return out
 
 
 def freed_foot_impact(model: WalkerModel, q: np.ndarray, qd: np.ndarray):
@@ -346,9 +393,12 @@ def walk_footed(walker: FootedWalker, x0: np.ndarray, strides: int, dt: float | 
 
     Each stride: flat foot until ``s = s_hr`` (heel rise), toe roll until the flat swing
     foot touches down (guard armed when the swing toe is ``min_step`` ahead and moving
-    down), impact with the CoP check, relabeling. ``Stride.extra`` holds ``heel_rise_energy``
-    (energy before, after [J]), ``cop`` (CoP offset from the toe [m]), ``slap_moment``
-    [N m s], ``cop_ok``, ``toe_roll_duration`` [s].
+    down), impact with the CoP check, relabeling. During flat foot the ground reaction
+    (:func:`ground_reaction`) must push (``F_N > 0``), stay in the friction cone and keep its
+    centre of pressure inside the sole, else the run stops ("foot rotation"). ``Stride.extra``
+    holds ``heel_rise_energy`` (energy before, after [J]), ``cop`` (impact CoP offset from
+    the toe [m]), ``slap_moment`` [N m s], ``cop_ok``, ``toe_roll_duration`` [s],
+    ``flat_cop_range`` (min, max flat-foot CoP [m], sampled every step).
 
     Raises:
         WalkerError: the initial state cannot start a stride.
@@ -380,15 +430,27 @@ def walk_footed(walker: FootedWalker, x0: np.ndarray, strides: int, dt: float | 
     th0 = walker.flat._pre["th0"]
     gt = m.g * np.array([np.sin(walker.alpha), -np.cos(walker.alpha)])
     for i in range(strides):
+        cops: list[float] = []
         # ---- flat foot -------------------------------------------------------------
         def guard_hr(xx):
             return True, d.s_heel_rise - (cdf @ xx[:N_FLAT] - th0)
 
-        def watch_flat(xx, xd, u, q_foot=q_foot):
+        def watch_flat(xx, xd, u, q_foot=q_foot, cops=cops):
             if cdf @ xx[N_FLAT:] <= 0:
                 return "backward fall: phase variable stopped increasing"
-            if hip_low(np.append(xx[:N_FLAT], q_foot)):
+            qf = np.append(xx[:N_FLAT], q_foot)
+            if hip_low(qf):
                 return "fall: hip below half leg length"
+            F, dcop = ground_reaction(m, qf, np.append(xx[N_FLAT:], 0.0),
+                                      np.append(xd[N_FLAT:], 0.0), walker.alpha)
+            if F[1] <= 0:
+                return "liftoff: stance foot normal force <= 0"
+            if abs(F[0]) > m.mu * F[1]:
+                return "slip: stance foot force outside the friction cone"
+            cops.append(dcop)
+            if not -L <= dcop <= 0.0:
+                return (f"foot rotation: flat-foot centre of pressure {dcop:.3f} m from the "
+                        f"toe, outside the sole [-{L}, 0]")
             return None
 
         seg1 = integrate_until(_deriv(walker.flat), x, dt, t_max, guard_hr, watch_flat)
@@ -460,6 +522,7 @@ def walk_footed(walker: FootedWalker, x0: np.ndarray, strides: int, dt: float | 
             "cop_ok": cop_ok, "slap_moment": float(M),
             "toe_roll_duration": float(seg2.t[-1]), "foot_lock_residual": float(qp[9] - phi0),
             "foot_rate_at_touchdown": float(qd[8]),
+            "flat_cop_range": (float(min(cops)), float(max(cops))) if cops else None,
         }))
         why = rep.failure() or (None if cop_ok else
                                 f"foot slap: centre of pressure {cop:.3f} m outside the sole")
