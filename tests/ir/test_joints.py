@@ -358,3 +358,16 @@ def test_helical_pitch_meaning_in_pinocchio():
     data = model.createData()
     pin.forwardKinematics(model, data, np.array([2.0]))
     np.testing.assert_allclose(data.oMi[1].translation, [0, 0, 0.2], atol=1e-15)
+
+
+def test_motion_subspace_rate_is_the_derivative_of_S(case):
+    """Ṡ(q)v (Pinocchio's joint bias c) against centered differences of S along q ⊕ tv."""
+    joint, kind, rng = case
+    q = kind.random(rng)
+    v = rng.normal(size=kind.nv)
+    if kind.nv == 0:
+        assert np.all(kind.motion_subspace_rate(q, v) == 0.0)
+        return
+    Sdot = (kind.motion_subspace(kind.integrate(q, H * v))
+            - kind.motion_subspace(kind.integrate(q, -H * v))) / (2 * H)
+    np.testing.assert_allclose(kind.motion_subspace_rate(q, v), Sdot @ v, atol=FD_TOL)
