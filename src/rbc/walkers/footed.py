@@ -4,7 +4,9 @@ Method: Choi & Grizzle, "Planar bipedal walking with foot rotation", ACC 2005, a
 Westervelt et al. 2007, Ch. 8 (walking with feet): a fully actuated flat-foot phase and an
 underactuated toe-roll phase, each under computed torque on virtual constraints.
 
-* Base = stance toe; coordinates (10,) = link angles with the stance-foot angle LAST.
+* Base = stance toe (geometry, ground reaction and touchdown impact in
+  :mod:`rbc.walkers.foot`, gait shapes in :mod:`rbc.walkers.footed_gait`); coordinates
+  (10,) = link angles with the stance-foot angle LAST.
   Flat foot: the stance foot is fixed, ``q[9]`` is frozen, the dynamics are the first 9
   rows/columns (:meth:`WalkerModel.frozen`), 9 actuators -> fully actuated. Outputs: the 8
   shape outputs ``y = H0 q - h_d(s)`` plus the phase-rate output
@@ -31,221 +33,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.linalg.lapack import dgesv as _gesv
-from scipy.optimize import brentq
 
 from rbc.walkers.errors import WalkerError
-from rbc.walkers.impact import extended_inertia, solve_impact
+from rbc.walkers.foot import (
+    N_FLAT,
+    N_FULL,
+    foot_angle_flat,
+    freed_foot_impact,
+    ground_reaction,
+    sole_points,
+)
+from rbc.walkers.footed_gait import FootedDesign, design_gait
 from rbc.walkers.model import WalkerModel, energy, point
 from rbc.walkers.simulate import Stride, WalkResult
 from rbc.walkers.swing import integrate_until
 from rbc.walkers.vc import Bezier
 
-N_FULL = 10  # toe-roll coordinates
-N_FLAT = 9  # flat-foot coordinates
-
-
-def foot_angle_flat(model: WalkerModel) -> float:
-    """Absolute angle [rad] of the toe->ankle foot link when the sole is flat."""
-    dx, dy = model.params["foot"]["toe_to_ankle"]
-    return float(np.arctan2(dx, dy))
-
-
-def sole_points(model: WalkerModel, q: np.ndarray) -> dict[str, np.ndarray]:
-    """Toe and heel (2,) of both feet relative to the stance toe [m], tilted frame.
-
-    ``q``: (10,) full coordinates. The sole direction (toe->heel) of a foot whose link
-    angle is ``phi`` is ``u(phi - phi0 - pi/2)`` (``[-1, 0]`` when flat).
-    """
-    phi0 = foot_angle_flat(model)
-    L = float(model.params["foot"]["sole_length"])
-    toe_sw = point(model, "swing_foot", q)
-
-    def sole(phi: float) -> np.ndarray:
-        a = phi - phi0 - np.pi / 2
-        return L * np.array([np.sin(a), np.cos(a)])
-
-    return {"toe_st": np.zeros(2), "heel_st": sole(q[9]), "toe_sw": toe_sw,
-            "heel_sw": toe_sw + sole(q[8])}
-
-
-def ground_reaction(model: WalkerModel, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
-                    alpha: float) -> tuple[np.ndarray, float]:
-    """Stance-foot ground reaction ``F`` (2,) [N] and its centre of pressure ``d`` [m].
-
-    Newton-Euler on the whole body with the base (stance toe) at rest:
-    ``F = sum_k m_k (cdd_k - g_t)`` and the clockwise moment about the toe
-    ``tau = sum_k m_k (r_y (cdd_x - g_x) - r_x (cdd_y - g_y)) + sum_j I_j qdd_j``
-    (``dL/dt`` minus the gravity moment, clockwise positive as in
-    :func:`rbc.walkers.model.angular_momentum`); a normal force at ``d`` along the sole has
-    clockwise moment ``-d F_N``, so ``d = -tau / F_N`` (0 at the toe, ``-sole_length`` at
-    the heel). ``q, qd, qdd``: (10,) full coordinates (flat foot: ``qd[9] = qdd[9] = 0``).
-    """
-    s, c = np.sin(q), np.cos(q)
-    qd2 = qd * qd
-    r = np.stack([model.A @ s, model.A @ c], axis=1)  # (K, 2)
-    gt = model.g * np.array([np.sin(alpha), -np.cos(alpha)])
-    a = np.stack([model.A @ (c * qdd - s * qd2), model.A @ (-s * qdd - c * qd2)], axis=1) - gt
-    F = model.m @ a
-    tau = model.m @ (r[:, 1] * a[:, 0] - r[:, 0] * a[:, 1]) + model.I @ qdd
-    return F, float(-tau / F[1]) if F[1] > 0 else float("nan")
-
-
-@dataclass(frozen=True)
-class FootedDesign:
-    """Posture-defined gait of the footed walker.
-
-    Attributes:
-        q_minus, q_plus: (10,) touchdown posture and its relabeling [rad].
-        H0: (9, 10) output rows (8 shape outputs, then the toe-roll stance ankle).
-        shapes: :class:`Bezier` (9 rows, degree 5) in the phase ``s``.
-        c: (10,) phase coefficients (virtual stance leg ``(q_shank + q_thigh)/2``).
-        theta_plus, theta_minus: phase at s = 0 and s = 1 [rad]. s_heel_rise: heel-rise s.
-    """
-
-    q_minus: np.ndarray
-    q_plus: np.ndarray
-    H0: np.ndarray
-    shapes: Bezier
-    c: np.ndarray
-    theta_plus: float
-    theta_minus: float
-    s_heel_rise: float
-    names: tuple[str, ...] = ("pelvis", "torso", "arm_st", "arm_mirror", "knee_st",
-                              "leg_mirror", "knee_sw", "foot_sw", "ankle_st")
-
-
-def design_gait(model: WalkerModel) -> FootedDesign:
-    """Solve the touchdown posture and build the shapes from the model's ``gait`` section.
-
-    Raises:
-        WalkerError: the swing foot cannot reach the ground, or the phase variable would
-            not be strictly monotone (``theta_plus >= theta_minus``).
-    """
-    g = model.params["gait"]
-    phi0 = foot_angle_flat(model)
-    te, kst, ksw = float(g["theta_end"]), float(g["knee_st_end"]), float(g["knee_sw_end"])
-    q = np.zeros(N_FULL)
-    q[0], q[1] = te + kst / 2, te - kst / 2
-    q[2], q[3] = float(g["pelvis"]), float(g["torso_lean"])
-    q[4], q[5] = -float(g["arm_amplitude"]), float(g["arm_amplitude"])
-    q[8], q[9] = phi0, phi0 + float(g["toe_roll"])
-
-    def toe_height(phi: float) -> float:
-        qq = q.copy()
-        qq[6], qq[7] = phi - ksw / 2, phi + ksw / 2
-        return point(model, "swing_foot", qq)[1]
-
-    lo, hi = -1.2, 0.0
-    if toe_height(lo) * toe_height(hi) > 0:
-        raise WalkerError("gait design: the flat swing foot cannot reach the ground; "
-                          "check gait.theta_end, knee_st_end, knee_sw_end, toe_roll")
-    phi = brentq(toe_height, lo, hi, xtol=1e-15)
-    q[6], q[7] = phi - ksw / 2, phi + ksw / 2
-    qp = q[list(model.relabel)]
-    c = np.zeros(N_FULL)
-    c[0] = c[1] = 0.5
-    th_p, th_m = float(c @ qp), float(c @ q)
-    if not th_m > th_p:
-        raise WalkerError(f"phase variable not strictly monotone: theta+ = {th_p:.3f} >= "
-                          f"theta- = {th_m:.3f} rad")
-    H0 = np.zeros((9, N_FULL))
-    H0[0, 2] = H0[1, 3] = H0[2, 4] = 1.0
-    H0[3, [4, 5]] = 1.0
-    H0[4, 0], H0[4, 1] = 1.0, -1.0
-    H0[5, [0, 1, 6, 7]] = 0.5
-    H0[6, 7], H0[6, 6] = 1.0, -1.0
-    H0[7, 8] = 1.0
-    H0[8, 0], H0[8, 9] = 1.0, -1.0
-    k = np.linspace(0.0, 1.0, 6)
-    a0, a1 = H0 @ qp, H0 @ q
-    alpha = a0[:, None] + (a1 - a0)[:, None] * k  # straight lines between the postures
-    profile = np.array(g.get("swing_knee_profile", [0.6, 1.0, 1.0, 0.6]), dtype=float)
-    alpha[6, 1:5] += float(g["swing_knee_lift"]) * profile
-    alpha[7, 1:] = phi0  # swing foot flat from early swing on
-    # toe-roll ankle: linear in s through (s_hr, flat-foot value) and (1, touchdown value)
-    s_hr = float(g["heel_rise_s"])
-    pre = Bezier(alpha[:8])
-    hd = pre(s_hr)[0]
-    th = th_p + s_hr * (th_m - th_p)
-    ankle_hr = th + hd[4] / 2 - phi0  # q_shank(s_hr) - q_foot_flat
-    slope = (a1[8] - ankle_hr) / (1.0 - s_hr)
-    alpha[8] = a1[8] - slope * (1.0 - k)
-    if g.get("impact_invariant", False):
-        alpha = _impact_invariant_alpha(model, alpha, H0, c, th_p, th_m, q)
-    return FootedDesign(q, qp, H0, Bezier(alpha), c, th_p, th_m, s_hr)
-
-
-def _impact_invariant_alpha(model, alpha, H0, c, th_p, th_m, q_minus):
-    """Second Bezier points of the 8 shape outputs chosen so ``y = 0`` survives touchdown.
-
-    On the toe-roll constraint surface at ``s = 1`` the velocity direction is
-    ``qd- = [J(1); c]^-1 [0; 1]`` (10 equations: 9 outputs + phase). The freed-foot impact
-    is linear in velocity, so ``qd+`` (new chart) has a fixed direction and
-    ``h_d'(0) = dtheta H0 qd+ / (c . qd+)`` with ``h_d'(0) = M (alpha_1 - alpha_0)`` makes
-    the flat-foot outputs zero right after impact (Westervelt et al. 2007, Sec. 6.3.2;
-    the same construction as :func:`rbc.walkers.vc.impact_invariant`).
-    """
-    dth = th_m - th_p
-    bz = Bezier(alpha)
-    _, hd1, _ = bz(1.0)
-    J = H0 - np.outer(hd1, c / dth)
-    qdm = np.linalg.solve(np.vstack([J, c]), np.append(np.zeros(9), 1.0))
-    qdm[8] = 0.0  # the landing foot is held flat (its shape is constant near s = 1)
-    _, qdp, _ = freed_foot_impact(model, q_minus, qdm)
-    M = alpha.shape[1] - 1
-    out = alpha.copy()
-    out[:8, 1] = alpha[:8, 0] + dth * (H0[:8] @ qdp) / (c @ qdp) / M
-    return out
-
-
-def freed_foot_impact(model: WalkerModel, q: np.ndarray, qd: np.ndarray):
-    """11-coordinate flat-foot touchdown (the impact used by :func:`walk_footed`).
-
-    Written in the *new* stance chart: coordinates ``q+ = R q`` with the landing foot's
-    orientation locked flat (it is not a coordinate: 9 angles) and the landing toe freed,
-    ``q_e = [q+_(9), p]`` (11). Before impact ``qd_e- = [R qd (9), v_toe-]`` where
-    ``v_toe-`` is the landing toe's velocity; the closure is ``p_dot+ = 0``
-    (``E_2 = [0, I_2]``). The block system of :mod:`rbc.walkers.impact` gives ``qd_e+`` and
-    the force impulse ``(F_T, F_N)``. The locking (foot-slap) moment is the generalized
-    impulse on the locked angle in the 12-coordinate chart,
-    ``M = [D_e,12 (qd_e+ - qd_e-)]_foot``. Exact when the landing foot does not rotate
-    before impact (``qd[8] = 0``, which the flat-foot swing constraint enforces);
-    :func:`rbc.walkers.impact.solve_impact` with three rows in the old chart is the
-    general form and is used as a cross-check in the tests.
-
-    Args:
-        model: the footed model (10 coordinates, toe-roll order).
-        q, qd: (10,) pre-impact toe-roll state in the old stance chart.
-
-    Returns:
-        ``(report, qd_plus (10,) in the new chart, M [N m s])``; ``report.impulse`` is
-        ``(F_T, F_N, M)`` and ``report.liftoff_velocity`` the normal velocity of the old
-        stance toe after impact.
-    """
-    idx = list(model.relabel)
-    qn = q[idx]
-    qdn = qd[idx]
-    a = model.points["swing_foot"] * qd
-    v_toe = np.array([a @ np.cos(q), -(a @ np.sin(q))])
-    flat = model.frozen(N_FLAT)
-    De = extended_inertia(flat, qn[:N_FLAT])
-    E = np.hstack([np.zeros((2, N_FLAT)), np.eye(2)])
-    qd_minus = np.concatenate([qdn[:N_FLAT], v_toe])
-    rep = solve_impact(De, E, qd_minus, model.mu, 0.0)
-    qd_plus = np.append(rep.qd_e[:N_FLAT], 0.0)
-    # locking moment: 12-coordinate chart, generalized impulse on the foot angle (index 9)
-    De12 = extended_inertia(model, qn)
-    dqe = np.concatenate([qd_plus, [0.0, 0.0]]) - np.concatenate([qdn[:N_FLAT], [0.0],
-                                                                  v_toe])
-    dqe[N_FLAT] = -qdn[N_FLAT]  # locked: its rate goes to 0
-    M = float((De12 @ dqe)[N_FLAT])
-    b = model.points["swing_foot"] * qd_plus
-    lift = float(-(b @ np.sin(qn)))  # old stance toe (new swing toe), base at rest
-    from dataclasses import replace
-
-    rep = replace(rep, qd_e=rep.qd_e, impulse=np.append(rep.impulse, M),
-                  liftoff_ok=bool(lift > 0), liftoff_velocity=lift)
-    return rep, qd_plus, M
+__all__ = ["FootedDesign", "FootedWalker", "PhaseFL", "design_gait", "foot_angle_flat",
+           "freed_foot_impact", "ground_reaction", "sole_points", "walk_footed"]
 
 
 @dataclass(frozen=True)
