@@ -43,6 +43,7 @@ from rbc.backends.record_writer import (
     ImportResult,
     ModelImportError,
     floats,
+    guess_inside_limits,
     mass_entry,
     numbers,
     pose_dict,
@@ -718,8 +719,10 @@ def _initials(ctx: _Ctx, bodies, joints, qpos, key_name, by_name, mj, path, root
         if qpos is not None:
             v = qpos[j.name]
             entry["initial"] = float(v[0]) if j.nq == 1 else floats(v)
-        elif j.kind in ("hinge", "slide") and _ref(ctx, j, "ref") != 0.0:
-            entry["initial"] = _ref(ctx, j, "ref")
+        else:
+            if j.kind in ("hinge", "slide") and _ref(ctx, j, "ref") != 0.0:
+                entry["initial"] = _ref(ctx, j, "ref")
+            guess_inside_limits(entry)
     if qpos is None or not any(e.get("_connect") for e in joints):
         for e in joints:
             e.pop("_connect", None)
@@ -937,7 +940,8 @@ def _header(ctx: _Ctx, path: Path, root, key_name: str | None, key_names: list[s
         lines.append("Keyframes: " + ", ".join(key_names) + f"; joint initial values from "
                      f"'{key_name}' (a floating root's pose is not kept).")
     else:
-        lines.append("Keyframes: none; joint initial values are qpos0 (omitted where 0).")
+        lines.append("Keyframes: none; joint initial values are qpos0 (omitted where 0), or the "
+                     "middle of the range where qpos0 lies outside it.")
     return lines
 
 

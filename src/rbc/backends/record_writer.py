@@ -328,3 +328,18 @@ def mass_entry(file: str | Path, where: str, body: str, mass: float, com,
         warnings.append(f"body '{body}': {problem}; repaired (--repair-inertia) to "
                         f"{six_from_tensor(t)}")
     return {"mass": float(mass), "com": floats(com), "inertia": six_from_tensor(t)}
+
+
+def guess_inside_limits(joint: dict) -> None:
+    """Set a 1-coordinate joint's ``initial`` to the middle of its limits when its current
+    guess (``initial``, default 0) lies outside them (in place; docs/import.md).
+
+    ``initial`` is only an acquisition guess, so moving it changes no physical fact; the
+    compiler rejects a starting configuration that violates the limits.
+    """
+    lim = joint.get("limits")
+    q = joint.get("initial", 0.0)
+    if lim is None or isinstance(q, list):
+        return
+    if not lim["lower"] <= q <= lim["upper"]:
+        joint["initial"] = 0.5 * (lim["lower"] + lim["upper"])

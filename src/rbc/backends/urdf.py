@@ -36,6 +36,7 @@ from rbc.backends.record_writer import (
     ImportResult,
     ModelImportError,
     floats,
+    guess_inside_limits,
     mass_entry,
     numbers,
     pose_dict,
@@ -266,6 +267,7 @@ def _joint_entry(file: Path, j, by_joint, entries: dict, root: str, couplings: l
         lo, hi = _scalar(file, lim, "lower", 0.0), _scalar(file, lim, "upper", 0.0)
         if lo < hi:
             entry["limits"] = {"lower": lo, "upper": hi}
+            guess_inside_limits(entry)
     dyn = j.find("dynamics")
     if dyn is not None:
         for key in ("damping", "friction"):
@@ -284,7 +286,7 @@ def _joint_entry(file: Path, j, by_joint, entries: dict, root: str, couplings: l
         if mult:
             terms[other] = -mult
         couplings.append({"name": f"{name}_mimic", "type": "linear", "terms": terms,
-                          "offset": -off})
+                          "offset": 0.0 - off})
     return entry
 
 
