@@ -1,0 +1,1 @@
+"""``rbc verify BUNDLE``: run the check catalogue (placeholder, replaced below)."""

@@ -1,0 +1,340 @@
+"""Closing the mechanism at prescribed independent coordinates (``rbc solve``).
+
+Given a stored partition and target values for some of its independent coordinates, the
+mechanism is moved from the partition's reference configuration ``q_ref`` to the targets by
+**continuation on the independent values** (a homotopy ``u(s) = u_ref + s (u* − u_ref)``,
+s: 0 → 1, Allgower & Georg 2003, ch. 2):
+
+* predictor: ``q⁻ = q ⊕ E(q) δu`` (the lift of :mod:`rbc.model.partition`), then the
+  independent coordinates are set *exactly* to ``u(s)``;
+* corrector: per dependency module a Gauss–Newton solve on that module's dependent columns
+  (:func:`rbc.model.closure.newton` with the analytic Jacobian), skipped for modules none of
+  whose inputs moved;
+* a step is accepted when every module converged, every limited coordinate stays inside its
+  limits, no rotation angle of a Δ_e left the log domain and no module's R_p changed the sign
+  of its determinant (the assembly branch of ``q_ref`` is kept, as in acquisition); a
+  rejected step is halved. The full residual is checked at the end.
+
+A coordinate can be prescribed *by value* when its joint's limited coordinates are its
+velocity coordinates one to one (``len(kind.limited) == kind.nv``: revolute, prismatic,
+helical, universal, cylindrical, planar); the value is that limited coordinate [rad or m].
+Spherical and free joints have no scalar coordinates and cannot be prescribed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from rbc.errors import RbcError, UsageError
+from rbc.model.closure import (
+    CLOSURE_TOL,
+    ClosureError,
+    SolveStats,
+    _det_sign,
+    _log_domain_ok,
+    _unclosed,
+    newton,
+    within_limits,
+)
+from rbc.model.compiled import CompiledModel, Partition
+from rbc.model.kinematics import residual
+from rbc.model.partition import lift, scales
+
+#: Largest continuation step of a prescribed coordinate, in scaled units (rad, or lengths
+#: divided by the partition's length scale L): 0.25 keeps the Newton corrector well inside
+#: its quadratic-convergence region on the shipped records (a quarter radian of crank
+#: rotation), so most steps are accepted at once.
+MAX_STEP = 0.25
+#: Smallest continuation step (fraction of the whole path) before giving up: 2⁻²⁰ ≈ 1e-6
+#: of the way is far below any physical resolution, so a stall there is a genuine boundary
+#: (a singular configuration or the edge of the workspace).
+MIN_FRACTION = 2.0**-20
+#: Newton iterations per corrector before the step is halved: a converging corrector from
+#: the lift predictor needs 2–5 (quadratic convergence); 12 leaves room for slow linear
+#: convergence near singular configurations without wasting work on hopeless steps.
+MAX_CORRECTOR = 12
+
+
+class SolveError(RbcError):
+    """A ``rbc solve`` request cannot be met (bad coordinate, unreachable value)."""
+
+
+@dataclass(frozen=True, eq=False)
+class SolveResult:
+    """A closed configuration.
+
+    Attributes:
+        q: (nq,) configuration on the closure manifold.
+        residual: ‖ρ(q)‖∞ [rad, m] over every closure row.
+        iterations: Newton iterations over the whole continuation.
+        steps: accepted continuation steps.
+        stats: evaluation counts.
+        partition: name of the partition used.
+    """
+
+    q: np.ndarray
+    residual: float
+    iterations: int
+    steps: int
+    stats: SolveStats
+    partition: str
+
+
+def get_partition(model: CompiledModel, name: str | None) -> Partition:
+    """The stored partition ``name`` (None → ``default``, else the first stored one).
+
+    Raises:
+        SolveError: no such partition (lists the stored ones).
+    """
+    names = list(model.partitions)
+    if not names:
+        raise SolveError("the bundle stores no partition (a mechanism without loops?)")
+    if name is None:
+        return model.partitions.get("default", model.partitions[names[0]])
+    if name not in model.partitions:
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        raise SolveError(f"unknown partition '{name}'{hint}; stored partitions: "
+                         f"{', '.join(names)}")
+    return model.partitions[name]
+
+
+def prescribable(model: CompiledModel, j: int) -> bool:
+    """Whether velocity coordinate j has a scalar value (see module docstring)."""
+    kind = model.kinds[int(model.v_edge[j])]
+    return len(kind.limited) == kind.nv and kind.nv > 0
+
+
+def coordinate_value(model: CompiledModel, q: np.ndarray, j: int) -> float:
+    """Value [rad or m] of prescribable velocity coordinate j at q."""
+    k = int(model.v_edge[j])
+    vals = model.kinds[k].limited_coordinates(q[model.q_slice(k)])
+    return float(vals[j - model.v_slice(k).start])
+
+
+def independent_values(model: CompiledModel, part: Partition, q: np.ndarray) -> np.ndarray:
+    """(n_u,) values of the partition's independent coordinates at q (NaN if not scalar)."""
+    return np.array([coordinate_value(model, q, int(j)) if prescribable(model, int(j))
+                     else np.nan for j in part.independent])
+
+
+def set_values(model: CompiledModel, q: np.ndarray, values: Mapping[int, float]) -> np.ndarray:
+    """q (nq,) with the prescribable coordinates ``{v-index: value}`` replaced."""
+    out = np.array(q, dtype=float)
+    by_edge: dict[int, list[tuple[int, float]]] = {}
+    for j, x in values.items():
+        by_edge.setdefault(int(model.v_edge[j]), []).append((int(j), float(x)))
+    for k, items in by_edge.items():
+        kind, sl = model.kinds[k], model.q_slice(k)
+        lim = kind.limited_coordinates(out[sl])
+        for j, x in items:
+            lim[j - model.v_slice(k).start] = x
+        out[sl] = kind.compose(lim)
+    return out
+
+
+def parse_assignment(text: str) -> tuple[str, float]:
+    """``NAME=VALUE`` → (name, value).
+
+    Raises:
+        UsageError: not of that form or VALUE is not a finite number.
+    """
+    name, sep, val = text.partition("=")
+    name, val = name.strip(), val.strip()
+    try:
+        x = float(val)
+    except ValueError:
+        x = math.nan
+    if not sep or not name or not math.isfinite(x):
+        raise UsageError(f"--set '{text}': expected NAME=VALUE with a finite number, e.g. "
+                         "--set A=0.5")
+    return name, x
+
+
+def resolve_targets(model: CompiledModel, part: Partition, assignments: Mapping[str, float]
+                    ) -> dict[int, float]:
+    """Map coordinate names to v-indices of the partition's independent coordinates.
+
+    Args:
+        assignments: ``{coordinate name: value}``; a name is a joint name for 1-coordinate
+            joints or ``joint.suffix`` (:attr:`CompiledModel.v_names`).
+
+    Returns:
+        ``{v-index: value}``.
+
+    Raises:
+        SolveError: unknown name (did-you-mean, the independent coordinates), a dependent
+            coordinate (suggests the partitions where it is independent), a coordinate
+            without a scalar value, or a value outside the joint limits.
+    """
+    names = {n: j for j, n in enumerate(model.v_names)}
+    ind = [model.v_names[int(j)] for j in part.independent]
+    out: dict[int, float] = {}
+    for name, value in assignments.items():
+        j = names.get(name)
+        if j is None:
+            close = difflib.get_close_matches(name, list(names), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise SolveError(f"unknown coordinate '{name}'{hint}; the independent coordinates "
+                             f"of partition '{part.name}' are: {', '.join(ind)}")
+        if j not in set(part.independent.tolist()):
+            other = [p.name for p in model.partitions.values() if j in set(p.independent.tolist())]
+            hint = (f"; it is independent in partition {', '.join(other)} (use --partition)"
+                    if other else "")
+            raise SolveError(f"'{name}' is a dependent coordinate in partition '{part.name}' "
+                             f"(it is solved from the closure); prescribe the independent "
+                             f"ones: {', '.join(ind)}{hint}")
+        if not prescribable(model, j):
+            raise SolveError(f"'{name}' belongs to a {model.kinds[int(model.v_edge[j])].type} "
+                             "joint, which has no scalar coordinate to prescribe")
+        lo, hi = model.lower[j], model.upper[j]
+        if not lo <= value <= hi:
+            raise SolveError(f"{name} = {value:g} is unreachable: outside the joint limits "
+                             f"[{lo:g}, {hi:g}]")
+        out[j] = float(value)
+    return out
+
+
+def _module_plan(model: CompiledModel, part: Partition) -> list[tuple]:
+    """Per module: (chords, couplings, dependent cols, input cols, selected-row positions)."""
+    dep, sel_rows = set(part.dependent.tolist()), set(part.rows.tolist())
+    plan = []
+    for blk in model.blocks:
+        cols = np.array([j for j in blk.cols if j in dep], dtype=np.int64)
+        inputs = np.array([j for j in blk.cols if j not in dep], dtype=np.int64)
+        sel = np.array([n for n, r in enumerate(blk.rows) if r in sel_rows], dtype=np.int64)
+        plan.append((blk, cols, inputs, sel))
+    return plan
+
+
+def solve(model: CompiledModel, part: Partition, targets: Mapping[int, float],
+          q_start: np.ndarray | None = None, *, tol: float = CLOSURE_TOL) -> SolveResult:
+    """Close the mechanism with independent coordinates prescribed (module docstring).
+
+    Args:
+        model: compiled model.
+        part: the partition whose independent coordinates are prescribed.
+        targets: ``{v-index: value [rad or m]}`` (from :func:`resolve_targets`); the other
+            independent coordinates keep their values at ``q_start``.
+        q_start: (nq,) closed start configuration on the branch to follow (default
+            ``part.q_ref``).
+        tol: closure tolerance (∞-norm) [rad, m].
+
+    Returns:
+        The closed configuration with its residual and counts.
+
+    Raises:
+        ClosureError: the continuation stalls (a singular configuration, a joint limit or
+            the edge of the workspace lies between start and target); the message names the
+            chords that stay open and how far the continuation got.
+    """
+    q = np.array(part.q_ref if q_start is None else q_start, dtype=float)
+    st = SolveStats()
+    idx = np.array(sorted(targets), dtype=np.int64)
+    u0 = np.array([coordinate_value(model, q, int(j)) for j in idx])
+    u1 = np.array([targets[int(j)] for j in idx])
+    sc = scales(model, part.length_scale).cols
+    span = float(np.max(np.abs(u1 - u0) / sc[idx], initial=0.0))
+    plan = _module_plan(model, part)
+    signs = [_det_sign(model, q, blk, cols, sel) for blk, cols, _, sel in plan]
+    s, ds = 0.0, min(1.0, MAX_STEP / span) if span > 0 else 1.0
+    failed, why = None, "the corrector did not converge"
+    while s < 1.0:
+        if ds < MIN_FRACTION:
+            rho = residual(model, failed if failed is not None else q)
+            raise ClosureError(
+                f"cannot close the mechanism at the requested values (partition "
+                f"'{part.name}'): the continuation stalled {100 * s:.3g}% of the way from "
+                f"the reference configuration ({why}); chords that stay open: "
+                f"{_unclosed(model, rho, tol)}")
+        trial = min(1.0, s + ds)
+        qt, ok = _advance(model, part, q, idx, u0 + trial * (u1 - u0), plan, tol, st)
+        reason = (_inadmissible(model, qt, plan, signs) if ok else "the corrector did not "
+                  "converge: a singular configuration or the edge of the workspace")
+        if reason is None:
+            q, s = qt, trial
+            st.continuation_steps += 1
+            ds *= 2.0
+        else:
+            failed, why = qt, reason
+            ds *= 0.5
+    rho = residual(model, q)
+    st.residual_evals += 1
+    res = float(np.abs(rho).max(initial=0.0))
+    if res > tol:
+        raise ClosureError(f"the solve ended with residual {res:.3g} > {tol:g}; unclosed: "
+                           f"{_unclosed(model, rho, tol)}")
+    return SolveResult(q=q, residual=res, iterations=st.iterations,
+                       steps=st.continuation_steps, stats=st, partition=part.name)
+
+
+def _advance(model: CompiledModel, part: Partition, q: np.ndarray, idx: np.ndarray,
+             u: np.ndarray, plan: list[tuple], tol: float, st: SolveStats
+             ) -> tuple[np.ndarray, bool]:
+    """One predictor–corrector step to independent values ``u``: ``(q, converged)``."""
+    du = np.zeros(model.nv)
+    du[idx] = u - np.array([coordinate_value(model, q, int(j)) for j in idx])
+    L = lift(model, part, q)
+    st.jacobian_evals += 1
+    pred = np.zeros(model.nv)
+    pred[part.dependent] = (L.E[part.dependent] @ du[part.independent])
+    qt = set_values(model, model.integrate(q, pred), dict(zip(idx.tolist(), u, strict=True)))
+    for blk, cols, inputs, _ in plan:
+        if cols.size == 0 or not np.any(du[inputs]):
+            continue  # none of this module's inputs moved: it stays closed
+        qt, ok = newton(model, qt, blk.chords, blk.couplings, cols, tol=tol, stats=st,
+                        max_iter=MAX_CORRECTOR)
+        if not ok:
+            return qt, False
+    return qt, True
+
+
+def _inadmissible(model: CompiledModel, q: np.ndarray, plan: list[tuple],
+                  signs: list[float]) -> str | None:
+    """Why a converged step is rejected (limits, log domain, branch), or None if accepted."""
+    out = within_limits(model, q)
+    if out:
+        return f"the limits of {', '.join(out)} would be violated"
+    rho = residual(model, q, couplings=[])
+    if not _log_domain_ok(rho, model.n_chords):
+        return "a loop rotation reaches π (the log domain)"
+    if any(_det_sign(model, q, blk, cols, sel) != s0
+           for (blk, cols, _, sel), s0 in zip(plan, signs, strict=True)):
+        return ("a singular configuration lies between: the assembly branch would change "
+                "(det R_p changes sign)")
+    return None
+
+
+def solve_named(model: CompiledModel, partition: str | None, assignments: Mapping[str, float]
+                ) -> SolveResult:
+    """:func:`solve` from coordinate names (what ``rbc solve`` calls).
+
+    Raises:
+        SolveError: bad partition or coordinate (see :func:`resolve_targets`).
+        ClosureError: the closure cannot be reached.
+    """
+    part = get_partition(model, partition)
+    return solve(model, part, resolve_targets(model, part, assignments))
+
+
+def configuration_by_joint(model: CompiledModel, q: np.ndarray) -> dict[str, float | list]:
+    """``{joint name: value or list}`` of the record joints' q coordinates (root edges
+    omitted); 1-coordinate joints give a float."""
+    out: dict[str, float | list] = {}
+    record = set(model.record.joint_index())
+    for k, name in enumerate(model.edge_names):
+        if name not in record or model.kinds[k].nq == 0:
+            continue
+        vals = [float(x) for x in q[model.q_slice(k)]]
+        out[name] = vals[0] if len(vals) == 1 else vals
+    return out
+
+
+__all__ = ["MAX_CORRECTOR", "MAX_STEP", "SolveError", "SolveResult", "configuration_by_joint",
+           "coordinate_value", "get_partition", "independent_values", "parse_assignment",
+           "prescribable", "resolve_targets", "set_values", "solve", "solve_named"]
