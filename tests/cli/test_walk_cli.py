@@ -1,0 +1,20 @@
+"""`rbc walk` through the real entry point: exit codes and JSON."""
+
+from __future__ import annotations
+
+import json
+
+from rbc.cli.main import main
+
+
+def test_unknown_walker_model_is_exit_2(capsys):
+    code = main(["walk", "run", "--model", "rabit", "--controller", "fl", "--strides", "1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "rabbit" in err and "Traceback" not in err
+
+
+def test_walk_fixedpoint_json(capsys):
+    code = main(["walk", "fixedpoint", "--model", "compass", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["spectral_radius"] < 1.0
+    assert {"fixed_point", "eigenvalues", "step_period"} <= out.keys()
