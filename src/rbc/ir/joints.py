@@ -157,6 +157,9 @@ class JointKind:
     _q_pin: ClassVar[tuple[int, ...] | None] = None
     #: ``v_pin = v[_v_pin]`` (a permutation: only the free joint differs).
     _v_pin: ClassVar[tuple[int, ...] | None] = None
+    #: Whether S (in Jc) is independent of q; then it is computed once and cached, and
+    #: ``Ṡ v = 0``. Checked against finite differences for every kind in the tests.
+    constant_S: ClassVar[bool] = True
 
     # --------------------------------------------------------------- construction
     @classmethod
@@ -215,8 +218,20 @@ class JointKind:
         """``S(q)`` (6, nv), angular-first, in the child joint frame Jc.
 
         The twist of Jc relative to Jb, written in Jc, is ``S(q) v`` [rad/s; m/s]. Computed
-        as Pinocchio's LOCAL joint Jacobian of the one-joint model, re-ordered.
+        as Pinocchio's LOCAL joint Jacobian of the one-joint model, re-ordered; for kinds with
+        :attr:`constant_S` once, then returned from a read-only cache.
         """
+        if self.constant_S:
+            return self._constant_S
+        return self._pinocchio_S(q)
+
+    @functools.cached_property
+    def _constant_S(self) -> np.ndarray:
+        S = self._pinocchio_S(self.neutral())
+        S.setflags(write=False)
+        return S
+
+    def _pinocchio_S(self, q: np.ndarray) -> np.ndarray:
         model = _one_joint_model(self)
         data = model.createData()
         pin.computeJointJacobians(model, data, self.to_pinocchio_q(q))
@@ -234,7 +249,7 @@ class JointKind:
         ``a_1 = S·a + c + v_1 × v_J = c``. Zero for every kind with constant S; nonzero for
         the universal joint, whose first axis turns in Jc with θ2.
         """
-        if self.nv == 0:
+        if self.nv == 0 or self.constant_S:
             return np.zeros(6)
         model = _one_joint_model(self)
         data = model.createData()
@@ -397,6 +412,10 @@ class Revolute(_AxisKind):
     def pinocchio_model(self) -> pin.JointModel:
         return pin.JointModelRevoluteUnaligned(self._a())
 
+    def motion(self, q: np.ndarray) -> pin.SE3:
+        """``Rot(axis, θ)`` in closed form (exp3), equal to Pinocchio's (tested)."""
+        return pin.SE3(sp.exp3(self._a() * float(q[0])), np.zeros(3))
+
 
 @dataclass(frozen=True)
 class Prismatic(_AxisKind):
@@ -409,6 +428,10 @@ class Prismatic(_AxisKind):
 
     def pinocchio_model(self) -> pin.JointModel:
         return pin.JointModelPrismaticUnaligned(self._a())
+
+    def motion(self, q: np.ndarray) -> pin.SE3:
+        """``Trans(d·axis)`` in closed form, equal to Pinocchio's (tested)."""
+        return pin.SE3(np.eye(3), self._a() * float(q[0]))
 
 
 @dataclass(frozen=True)
@@ -467,6 +490,7 @@ class Universal(JointKind):
     type: ClassVar[str] = "universal"
     nq: ClassVar[int] = 2
     nv: ClassVar[int] = 2
+    constant_S: ClassVar[bool] = False  # the first axis turns in Jc with θ2
     limited: ClassVar[tuple[str, ...]] = ("angle", "angle")
     axes: tuple[tuple[float, float, float], tuple[float, float, float]] = (
         (1.0, 0.0, 0.0),
@@ -548,6 +572,10 @@ class Spherical(JointKind):
 
     def pinocchio_model(self) -> pin.JointModel:
         return pin.JointModelSpherical()
+
+    def motion(self, q: np.ndarray) -> pin.SE3:
+        """The rotation of the (normalized) quaternion, equal to Pinocchio's (tested)."""
+        return pin.SE3(sp.rotation_from_quat(q), np.zeros(3))
 
     def N(self, q: np.ndarray) -> np.ndarray:
         return _quat_rate(self._check(q, 4, "q"))

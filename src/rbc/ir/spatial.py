@@ -280,7 +280,13 @@ def adjoint(T: pin.SE3 | np.ndarray) -> np.ndarray:
     ``Ad = [[R, 0], [p̂R, R]]`` in ``[ω; v]`` order (Featherstone 2008, §2.8, with the
     angular-first layout). For wrenches use ``Ad(T_a_b)⁻ᵀ = Ad(T_b_a)ᵀ``.
     """
-    return from_pinocchio_operator(as_se3(T).action)
+    M = as_se3(T)
+    R = M.rotation
+    out = np.zeros((6, 6))
+    out[:3, :3] = R
+    out[3:, 3:] = R
+    out[3:, :3] = skew(M.translation) @ R
+    return out
 
 
 def jlog6(T: pin.SE3 | np.ndarray) -> np.ndarray:

@@ -33,6 +33,7 @@ References: Featherstone 2008 §2.8–2.11 and §4.4; Solà, Deray, Atchuthan 20
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
@@ -65,51 +66,78 @@ class TransformCache:
         return X
 
 
-def chord_terms(
-    model: CompiledModel, i: int, cache: TransformCache, v: np.ndarray | None = None
-) -> tuple[np.ndarray, list[tuple[int, np.ndarray]], np.ndarray | None]:
-    """Residual, Jacobian blocks and velocity product of chord ``i``.
+@dataclass(frozen=True, eq=False)
+class ChordGeometry:
+    """One chord's closure geometry at a configuration q.
+
+    Attributes:
+        rho: (6,) residual ρ_e in frame b.
+        jl: (6, 6) ``J_l(ρ_e)⁻¹``.
+        factors: per factor with coordinates ``(edge, G (6, nv_edge), sign, AdWB)``: G is
+            the raw column block ``±Ad(W_i) Ad(B_j) S_j`` (before J_l⁻¹); ``AdWB`` =
+            ``±Ad(W_i) Ad(B_j)`` for kinds whose S varies with q (else None).
+    """
+
+    rho: np.ndarray
+    jl: np.ndarray
+    factors: tuple[tuple[int, np.ndarray, float, np.ndarray | None], ...]
+
+    def blocks(self) -> list[tuple[int, np.ndarray]]:
+        """Jacobian blocks ``(edge, J_l⁻¹ G)``; an edge may appear twice (callers add)."""
+        return [(k, self.jl @ G) for k, G, _, _ in self.factors]
+
+    def velocity_product(self, model: CompiledModel, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """``Ċ_e v`` (6,) = ``J_l⁻¹ Σ_i [ad(Σ_{k<i} η_k) η_i + AdWB_i Ṡ_i v_i]``."""
+        vel = np.zeros(6)
+        acc = np.zeros(6)
+        for k, G, _, AdWB in self.factors:
+            vk = v[model.v_slice(k)]
+            eta = G @ vk
+            acc += sp.ad(vel) @ eta
+            if AdWB is not None:
+                acc += AdWB @ model.kinds[k].motion_subspace_rate(q[model.q_slice(k)], vk)
+            vel += eta
+        return self.jl @ acc
+
+
+def chord_geometry(model: CompiledModel, i: int, cache: TransformCache) -> ChordGeometry:
+    """Residual, J_l⁻¹ and raw Jacobian blocks of chord ``i`` (one pass over its path).
 
     Args:
         model: compiled model.
         i: chord position (0 … n_chords−1).
         cache: transforms at the configuration q.
-        v: (nv,) velocity for the velocity product, or None to skip it.
-
-    Returns:
-        ``(ρ (6,), [(edge, block (6, nv_edge)) …], Ċv (6,) or None)``, all in frame b,
-        angular-first; blocks already include J_l(ρ)⁻¹. An edge may appear twice (loops
-        through the world); callers add the blocks.
     """
     q = cache.q
     W = pin.SE3.Identity()
-    raw: list[tuple[int, np.ndarray]] = []
-    vel = np.zeros(6)
-    acc = np.zeros(6)
-    factors = list(model.paths[i]) + [(model.chord_edges[i], 0)]
-    for k, s in factors:
+    factors = []
+    for k, s in (*model.paths[i], (model.chord_edges[i], 0)):
         kind = model.kinds[k]
         if s > 0:
             W = W * cache.X(k)
         if kind.nv:
-            qk = q[model.q_slice(k)]
             sgn = 1.0 if s > 0 else -1.0
-            AdW = sp.adjoint(W)
-            G = sgn * (AdW @ model.AdB[k] @ kind.motion_subspace(qk))
-            raw.append((k, G))
-            if v is not None:
-                vk = v[model.v_slice(k)]
-                eta = G @ vk
-                rate = sgn * (AdW @ (model.AdB[k] @ kind.motion_subspace_rate(qk, vk)))
-                acc += sp.ad(vel) @ eta + rate
-                vel += eta
+            AdWB = sgn * (sp.adjoint(W) @ model.AdB[k])
+            G = AdWB @ kind.motion_subspace(q[model.q_slice(k)])
+            factors.append((k, G, sgn, None if kind.constant_S else AdWB))
         if s < 0:
             W = W * cache.X(k).inverse()
     delta = W * cache.X(model.chord_edges[i]).inverse()
-    rho = sp.log6(delta)
-    jl = sp.left_jacobian_inverse(delta)
-    blocks = [(k, jl @ G) for k, G in raw]
-    return rho, blocks, (jl @ acc if v is not None else None)
+    return ChordGeometry(sp.log6(delta), sp.left_jacobian_inverse(delta), tuple(factors))
+
+
+def chord_terms(
+    model: CompiledModel, i: int, cache: TransformCache, v: np.ndarray | None = None
+) -> tuple[np.ndarray, list[tuple[int, np.ndarray]], np.ndarray | None]:
+    """Residual, Jacobian blocks and velocity product of chord ``i``.
+
+    Returns:
+        ``(ρ (6,), [(edge, block (6, nv_edge)) …], Ċv (6,) or None)``, all in frame b,
+        angular-first; blocks include J_l(ρ)⁻¹.
+    """
+    geo = chord_geometry(model, i, cache)
+    cv = geo.velocity_product(model, cache.q, v) if v is not None else None
+    return geo.rho, geo.blocks(), cv
 
 
 def residual(model: CompiledModel, q: np.ndarray, chords: Iterable[int] | None = None,

@@ -1,0 +1,305 @@
+"""Reduced dynamics on the closure manifold with actuator inertia (DESIGN.md §6).
+
+Tree terms come from Pinocchio on the tree-only model (:mod:`rbc.model.tree`): the joint-
+space inertia ``M_T`` (``crba``, armature = joint armature + reflected rotor inertia
+``α = I_m N²``), the Coriolis/centrifugal term ``h_T`` (``nonLinearEffects`` minus gravity)
+and gravity ``g_T``. All loads are generalized efforts over the full velocity vector
+(tree and cut coordinates): gravity ``−g_T``, joint viscous damping, joint springs, actuator
+viscous drag, point-to-point spring-dampers, constant joint efforts, external wrenches and
+actuator port efforts ``J_ℓᵀ f``; Coulomb friction (joint ``friction`` and actuator
+``coulomb``) is returned as a separate effort (it is set-valued at zero speed).
+
+With ``v = E u`` and ``v̇ = E u̇ + Ė u`` (tree rows ``E_T``, ``Ė_T u``):
+
+    M_r = E_Tᵀ M_T E_T,   h_r = E_Tᵀ (h_T + M_T Ė_T u),   τ_r = Eᵀ τ,
+    M_r u̇ + h_r = τ_r                                   (Kane's/Maggi's equations;
+                                                          Jain, *Robot and Multibody
+                                                          Dynamics*, 2011, ch. 9)
+
+Forward dynamics solves with a Cholesky factor (a failure names the coordinates lacking
+inertia); actuator efforts solve ``Lᵀ f = τ_r,needed`` in the minimum-norm sense when
+over-actuated (``L = J_ℓ E``); the ideal closure reactions λ on the selected rows follow
+from the dependent equations ``(S C_p)ᵀ λ = (M a + h − τ)_p`` (cut coordinates are massless).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pinocchio as pin
+import scipy.linalg as sla
+
+from rbc.errors import RbcError
+from rbc.ir.record import JointEffort, SpringForce
+from rbc.model.compiled import CompiledModel, Partition
+from rbc.model.interfaces import ports
+from rbc.model.kinematics import frame_jacobian
+from rbc.model.partition import Lift, curvature, lift
+from rbc.model.tree import TreeModel, build_tree
+
+
+class SingularInertiaError(RbcError):
+    """The reduced inertia M_r is not positive definite; names the coordinates lacking mass."""
+
+
+@dataclass(frozen=True)
+class Wrench:
+    """An external wrench ``[n; f]`` [N·m; N] in world axes applied at a body point.
+
+    Attributes:
+        body: body name; point: (3,) point in body coordinates [m]; wrench: (6,).
+    """
+
+    body: str
+    point: tuple[float, float, float]
+    wrench: tuple[float, float, float, float, float, float]
+
+
+@dataclass(frozen=True, eq=False)
+class DynamicsModel:
+    """Immutable dynamics model: the kinematic model plus its Pinocchio tree."""
+
+    kin: CompiledModel
+    tree: TreeModel
+
+    @classmethod
+    def build(cls, kin: CompiledModel) -> DynamicsModel:
+        """Build the tree model (reflected rotor inertia included)."""
+        return cls(kin, build_tree(kin))
+
+
+@dataclass
+class DynamicsData:
+    """Per-state scratch (Pinocchio data) for a :class:`DynamicsModel`."""
+
+    pin_data: pin.Data = field(repr=False)
+
+    @classmethod
+    def of(cls, dm: DynamicsModel) -> DynamicsData:
+        return cls(dm.tree.model.createData())
+
+
+@dataclass(frozen=True, eq=False)
+class TreeTerms:
+    """Tree-model terms at (q, v) in rbc tree order.
+
+    Attributes:
+        M: (nv_tree, nv_tree) joint-space inertia (armature included).
+        h: (nv_tree,) Coriolis and centrifugal effort (no gravity).
+        g: (nv_tree,) gravity effort (``M v̇ + h + g = τ``).
+    """
+
+    M: np.ndarray
+    h: np.ndarray
+    g: np.ndarray
+
+
+def tree_terms(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, v: np.ndarray) -> TreeTerms:
+    """``M_T``, ``h_T``, ``g_T`` from Pinocchio (crba, nonLinearEffects, gravity)."""
+    t, k = dm.tree, dm.kin
+    qp, vp = t.q_pin(q[: k.nq_tree]), t.v_pin(v[: k.nv_tree])
+    M = pin.crba(t.model, data.pin_data, qp)
+    M = np.triu(M) + np.triu(M, 1).T
+    nle = pin.nonLinearEffects(t.model, data.pin_data, qp, vp)
+    g = pin.computeGeneralizedGravity(t.model, data.pin_data, qp)
+    return TreeTerms(t.matrix_rbc(M), t.v_rbc(nle - g), t.v_rbc(np.array(g)))
+
+
+def _point_jacobian(k: CompiledModel, q: np.ndarray, body: str, xyz
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    b = k.record.body_index()[body]
+    T, J = frame_jacobian(k, q, b, pin.SE3(np.eye(3), np.array(xyz, dtype=float)))
+    return np.array(T.translation), J
+
+
+def passive_efforts(dm: DynamicsModel, q: np.ndarray, v: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Smooth passive efforts τ_p (nv,) and Coulomb efforts τ_c (nv,) at (q, v), gravity excluded.
+
+    Joint damping ``−d·v`` and Coulomb ``−μ·sign(v)`` act on every coordinate of a joint;
+    springs ``−k(q − rest)`` on 1-coordinate joints; actuators add ``−b·v_port`` and
+    ``−μ_a·sign(v_port)``; point-to-point elements add ``J_aᵀ(T n) − J_bᵀ(T n)`` with
+    tension ``T = k(ℓ − ℓ₀) + c ℓ̇`` along the unit vector n from a to b.
+    """
+    k = dm.kin
+    tau = np.zeros(k.nv)
+    coul = np.zeros(k.nv)
+    for j in k.record.joints:
+        e = k.edge(j.name)
+        sl = k.v_slice(e)
+        if j.damping:
+            tau[sl] -= j.damping * v[sl]
+        if j.friction:
+            coul[sl] -= j.friction * np.sign(v[sl])
+        if j.spring.stiffness and k.kinds[e].nv == 1:
+            tau[sl] -= j.spring.stiffness * (q[k.q_slice(e)] - j.spring.rest)
+    pm = ports(k)
+    for a, col in zip(k.record.actuators, pm.columns, strict=True):
+        tau[col] -= a.viscous * v[col]
+        coul[col] -= a.coulomb * np.sign(v[col])
+    for f in k.record.forces:
+        if isinstance(f, JointEffort):
+            tau[k.v_slice(k.edge(f.joint))] += f.value
+        elif isinstance(f, SpringForce):
+            pa, Ja = _point_jacobian(k, q, f.a.body, f.a.xyz)
+            pb, Jb = _point_jacobian(k, q, f.b.body, f.b.xyz)
+            d = pb - pa
+            length = float(np.linalg.norm(d))
+            n = d / length
+            rate = float(n @ (Jb[3:] @ v - Ja[3:] @ v))
+            tension = f.stiffness * (length - f.rest_length) + f.damping * rate
+            tau += Ja[3:].T @ (tension * n) - Jb[3:].T @ (tension * n)
+    return tau, coul
+
+
+def wrench_efforts(dm: DynamicsModel, q: np.ndarray, wrenches: tuple[Wrench, ...]) -> np.ndarray:
+    """Generalized efforts (nv,) of external wrenches: ``Σ Jᵀ [n; f]`` (world axes)."""
+    tau = np.zeros(dm.kin.nv)
+    for w in wrenches:
+        _, J = _point_jacobian(dm.kin, q, w.body, w.point)
+        tau += J.T @ np.asarray(w.wrench, dtype=float)
+    return tau
+
+
+@dataclass(frozen=True, eq=False)
+class ReducedTerms:
+    """Reduced dynamics at (q, u).
+
+    Attributes:
+        M: (n_u, n_u) reduced inertia M_r; h: (n_u,) h_r; tau: (n_u,) τ_r of all smooth
+        loads given (gravity, passive, wrenches, actuators); tau_coulomb: (n_u,) reduced
+        Coulomb effort; v: (nv,) all speeds; edu: (nv,) Ė u; lifted: the lift; tree: tree
+        terms; tau_full: (nv,) the generalized efforts before reduction; independent:
+        (n_u,) v-indices of u.
+    """
+
+    M: np.ndarray
+    h: np.ndarray
+    tau: np.ndarray
+    tau_coulomb: np.ndarray
+    v: np.ndarray
+    edu: np.ndarray
+    lifted: Lift
+    tree: TreeTerms
+    tau_full: np.ndarray
+    independent: np.ndarray
+
+
+def reduced_terms(
+    dm: DynamicsModel,
+    data: DynamicsData,
+    part: Partition,
+    q: np.ndarray,
+    u: np.ndarray,
+    f: np.ndarray | None = None,
+    wrenches: tuple[Wrench, ...] = (),
+    curvature_term: bool = True,
+) -> ReducedTerms:
+    """All reduced terms at (q, u) with port efforts f (n_act,) and external wrenches.
+
+    ``curvature_term=False`` drops Ė u (for the omission study only).
+    """
+    k = dm.kin
+    L = lift(k, part, q)
+    v, edu = curvature(k, part, q, u, L)
+    if not curvature_term:
+        edu = np.zeros_like(edu)
+    tt = tree_terms(dm, data, q, v)
+    nt = k.nv_tree
+    ET = L.E[:nt]
+    tau, coul = passive_efforts(dm, q, v)
+    tau[:nt] -= tt.g
+    if wrenches:
+        tau += wrench_efforts(dm, q, wrenches)
+    if f is not None:
+        tau[ports(k).columns] += np.asarray(f, dtype=float)
+    M_r = ET.T @ tt.M @ ET
+    h_r = ET.T @ (tt.h + tt.M @ edu[:nt])
+    return ReducedTerms(M_r, h_r, L.E.T @ tau, L.E.T @ coul, v, edu, L, tt, tau,
+                        part.independent)
+
+
+def forward_dynamics(dm: DynamicsModel, terms: ReducedTerms, coulomb: bool = True) -> np.ndarray:
+    """``u̇ = M_r⁻¹ (τ_r − h_r)`` (n_u,) by Cholesky.
+
+    Raises:
+        SingularInertiaError: M_r not positive definite; names the independent coordinates
+            that make up its null direction.
+    """
+    rhs = terms.tau - terms.h + (terms.tau_coulomb if coulomb else 0.0)
+    try:
+        c = sla.cho_factor(terms.M, check_finite=False)
+    except np.linalg.LinAlgError:
+        raise SingularInertiaError(_not_pd_message(dm, terms)) from None
+    return sla.cho_solve(c, rhs, check_finite=False)
+
+
+def _not_pd_message(dm: DynamicsModel, terms: ReducedTerms) -> str:
+    w, V = np.linalg.eigh(terms.M)
+    names = [dm.kin.v_names[j] for j, x in zip(terms.independent, V[:, 0], strict=True)
+             if abs(x) > 0.1]
+    return (f"{dm.kin.record.source}: the reduced inertia is not positive definite "
+            f"(smallest eigenvalue {w[0]:.3g}); coordinates {', '.join(names)} lack inertia — "
+            "give the bodies they move mass and inertia, or add armature/rotor inertia")
+
+
+#: M_r counts as positive definite when its smallest eigenvalue exceeds this fraction of
+#: the largest (a condition number of 1e12 leaves ~4 significant digits in u̇).
+PD_RTOL = 1e-12
+
+
+def check_mass_pd(dm: DynamicsModel, terms: ReducedTerms) -> float:
+    """Smallest eigenvalue of M_r [kg·m² or kg].
+
+    Raises:
+        SingularInertiaError: smallest eigenvalue ≤ PD_RTOL × largest; names coordinates.
+    """
+    w = np.linalg.eigvalsh(terms.M)
+    if w.size and w[0] <= PD_RTOL * max(abs(w[-1]), 1e-300):
+        raise SingularInertiaError(_not_pd_message(dm, terms))
+    return float(w[0]) if w.size else np.inf
+
+
+def inverse_dynamics(terms: ReducedTerms, udot: np.ndarray) -> np.ndarray:
+    """Reduced effort still needed, ``M_r u̇ + h_r − τ_r`` (n_u,), beyond the loads given."""
+    return terms.M @ udot + terms.h - terms.tau
+
+
+def actuator_efforts(dm: DynamicsModel, terms: ReducedTerms, udot: np.ndarray) -> np.ndarray:
+    """Port efforts f (n_act,) producing u̇ with the loads in ``terms`` (minimum norm).
+
+    Solves ``Lᵀ f = M_r u̇ + h_r − τ_r`` with ``L = J_ℓ E``; the loads in ``terms`` should
+    not already include port efforts.
+    """
+    L = terms.lifted.E[ports(dm.kin).columns]
+    return np.linalg.lstsq(L.T, inverse_dynamics(terms, udot), rcond=None)[0]
+
+
+def tree_acceleration(terms: ReducedTerms, udot: np.ndarray) -> np.ndarray:
+    """All accelerations ``v̇ = E u̇ + Ė u`` (nv,)."""
+    return terms.lifted.E @ udot + terms.edu
+
+
+def closure_reactions(dm: DynamicsModel, terms: ReducedTerms, part: Partition,
+                      udot: np.ndarray) -> np.ndarray:
+    """Ideal closure reactions λ (r,) on the selected residual rows.
+
+    From ``M a + h − τ = Cᵀ Sᵀ λ`` over all coordinates (cut coordinates massless), taking
+    the dependent equations ``(S C_p)ᵀ λ = (M a + h − τ)_p``. Rows are angular-first per
+    chord in the chord's parent-body frame: moments [N·m] then forces [N] (scaled by J_l⁻¹,
+    the identity at closure).
+    """
+    k = dm.kin
+    a = tree_acceleration(terms, udot)
+    nt = k.nv_tree
+    lhs = -terms.tau_full.copy()
+    lhs[:nt] += terms.tree.M @ a[:nt] + terms.tree.h
+    Rp = terms.lifted.C[np.ix_(part.rows, part.dependent)]
+    return np.linalg.solve(Rp.T, lhs[part.dependent])
+
+
+def kinetic_energy(terms: ReducedTerms) -> float:
+    """``½ vᵀ M_T v`` [J] over the tree coordinates."""
+    vt = terms.v[: terms.tree.M.shape[0]]
+    return 0.5 * float(vt @ terms.tree.M @ vt)
