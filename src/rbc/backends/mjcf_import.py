@@ -160,13 +160,14 @@ def _collect_defaults(ctx: _Ctx, el, parent: dict[str, dict[str, str]], top: boo
             _collect_defaults(ctx, child, mine, top=False)
 
 
-def _resolve(ctx: _Ctx, el, cls: str) -> dict[str, str]:
-    """The element's attributes over its class defaults (MJCF inheritance)."""
+def _resolve(ctx: _Ctx, el, cls: str, key: str | None = None) -> dict[str, str]:
+    """The element's attributes over its class defaults (MJCF inheritance); ``key`` is the
+    default element type (default: the element's tag; ``equality`` for equalities)."""
     name = el.get("class", cls)
     if name not in ctx.defaults:
         raise ctx.error(el, f"unknown default class '{name}'", choices=sorted(ctx.defaults),
                         got=name)
-    out = dict(ctx.defaults[name].get(_actuator_key(el.tag), {}))
+    out = dict(ctx.defaults[name].get(key or _actuator_key(el.tag), {}))
     out.update(el.attrib)
     return out
 
@@ -552,24 +553,12 @@ def import_mjcf(path: str | Path, *, repair_inertia: bool = False) -> ImportResu
             meshes, nonlinear joint equalities, a keyframe of the wrong size.
     """
     path = Path(path)
-    root = read_xml(path, "mujoco")
-    ctx = _Ctx(path, repair=repair_inertia)
-    _read_compiler(ctx, root)
-    main_default = [d for d in root.findall("default")]
-    for d in main_default:
-        _collect_defaults(ctx, d, {}, top=True)
-    ctx.defaults.setdefault("main", {})
+    ctx, root, bodies = _parse_tree(path, repair_inertia)
     gravity = None
     for opt in root.findall("option"):
         gravity = _nums(ctx, opt, dict(opt.attrib), "gravity", 3) or gravity
 
-    bodies: list[_Body] = []
     worlds = root.findall("worldbody")
-    for wb in worlds:
-        for sub in wb:
-            if sub.tag not in ("body", "geom", "site", "camera", "light"):
-                raise ctx.error(sub, f"unsupported element <{sub.tag}> in the worldbody")
-        _walk(ctx, wb, None, se3(), "main", bodies, set())
     if not bodies:
         raise ModelImportError(path, "mujoco/worldbody", "the model has no bodies")
     by_name = {b.name: b for b in bodies}
@@ -775,7 +764,7 @@ def _equalities(ctx: _Ctx, root, by_name: dict[str, _Body], used: set[str]
             if el.tag not in ("connect", "weld", "joint"):
                 raise ctx.error(el, f"unsupported equality <{el.tag}>",
                                 choices=("connect", "weld", "joint"), got=el.tag)
-            a = _resolve(ctx, el, "main")
+            a = _resolve(ctx, el, "main", key="equality")
             if a.get("active", "true") == "false":
                 ctx.warnings.append(f"inactive equality at line {el.sourceline} dropped")
                 ctx.drop("inactive equalities")
@@ -945,21 +934,29 @@ def _header(ctx: _Ctx, path: Path, root, key_name: str | None, key_names: list[s
     return lines
 
 
-def iter_bodies_qpos0(path: str | Path) -> Iterator[tuple[str, pin.SE3]]:
-    """World pose ``T_world_body`` of every MJCF body at ``qpos0`` (document order).
-
-    Raises:
-        ModelImportError: as :func:`import_mjcf` for the body tree.
-    """
-    path = Path(path)
+def _parse_tree(path: Path, repair: bool = False) -> tuple[_Ctx, object, list[_Body]]:
+    """Read the file, compiler settings and defaults, and walk the body tree."""
     root = read_xml(path, "mujoco")
-    ctx = _Ctx(path)
+    ctx = _Ctx(path, repair=repair)
     _read_compiler(ctx, root)
     for d in root.findall("default"):
         _collect_defaults(ctx, d, {}, top=True)
     ctx.defaults.setdefault("main", {})
     bodies: list[_Body] = []
     for wb in root.findall("worldbody"):
+        for sub in wb:
+            if sub.tag not in ("body", "geom", "site", "camera", "light"):
+                raise ctx.error(sub, f"unsupported element <{sub.tag}> in the worldbody")
         _walk(ctx, wb, None, se3(), "main", bodies, set())
+    return ctx, root, bodies
+
+
+def iter_bodies_qpos0(path: str | Path) -> Iterator[tuple[str, pin.SE3]]:
+    """World pose ``T_world_body`` of every MJCF body at ``qpos0`` (document order).
+
+    Raises:
+        ModelImportError: as :func:`import_mjcf` for the body tree.
+    """
+    _, _, bodies = _parse_tree(Path(path))
     for b in bodies:
         yield b.name, b.world
