@@ -167,6 +167,49 @@ def coupling_value(model: CompiledModel, c: int, q: np.ndarray) -> float:
         model.coupling_offset[c])
 
 
+@dataclass(frozen=True, eq=False)
+class ClosureGeometry:
+    """Residual, closure Jacobian and per-chord geometry at one configuration.
+
+    Attributes:
+        q: (nq,) the configuration; rho: (m,); C: (m, nv); chords: per-chord geometry.
+    """
+
+    q: np.ndarray
+    rho: np.ndarray
+    C: np.ndarray
+    chords: tuple[ChordGeometry, ...]
+
+    def velocity_product(self, model: CompiledModel, v: np.ndarray) -> np.ndarray:
+        """``Ċ v`` (m,) at this configuration (coupling rows: 0, they are linear)."""
+        out = np.zeros(self.rho.size)
+        for i, geo in enumerate(self.chords):
+            out[6 * i: 6 * i + 6] = geo.velocity_product(model, self.q, v)
+        return out
+
+
+def closure_geometry(model: CompiledModel, q: np.ndarray) -> ClosureGeometry:
+    """One pass over every chord's path: ρ, the analytic C and what Ċv needs."""
+    m = model.n_rows
+    rho = np.zeros(m)
+    C = np.zeros((m, model.nv))
+    cache = TransformCache(model, q)
+    geos = []
+    for i in range(model.n_chords):
+        geo = chord_geometry(model, i, cache)
+        geos.append(geo)
+        rows = slice(6 * i, 6 * i + 6)
+        rho[rows] = geo.rho
+        for k, G in geo.blocks():
+            C[rows, model.v_slice(k)] += G
+    base = 6 * model.n_chords
+    for c, terms in enumerate(model.coupling_rows):
+        rho[base + c] = coupling_value(model, c, q)
+        for vi, _, coef in terms:
+            C[base + c, vi] += coef
+    return ClosureGeometry(cache.q, rho, C, tuple(geos))
+
+
 def closure_jacobian(model: CompiledModel, q: np.ndarray, v: np.ndarray | None = None
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Residual, analytic closure Jacobian and (optionally) its velocity product.
@@ -181,25 +224,8 @@ def closure_jacobian(model: CompiledModel, q: np.ndarray, v: np.ndarray | None =
         velocity coordinates to residual rates: ``ρ̇ = C v``. Its nonzeros lie in the
         pattern of :func:`sparsity_pattern`.
     """
-    m = model.n_rows
-    rho = np.zeros(m)
-    C = np.zeros((m, model.nv))
-    cv = np.zeros(m) if v is not None else None
-    cache = TransformCache(model, q)
-    for i in range(model.n_chords):
-        r, blocks, acc = chord_terms(model, i, cache, v)
-        rows = slice(6 * i, 6 * i + 6)
-        rho[rows] = r
-        for k, G in blocks:
-            C[rows, model.v_slice(k)] += G
-        if cv is not None:
-            cv[rows] = acc
-    base = 6 * model.n_chords
-    for c, terms in enumerate(model.coupling_rows):
-        rho[base + c] = coupling_value(model, c, q)
-        for vi, _, coef in terms:
-            C[base + c, vi] += coef
-    return rho, C, cv
+    geo = closure_geometry(model, q)
+    return geo.rho, geo.C, (geo.velocity_product(model, v) if v is not None else None)
 
 
 def rows_of(model: CompiledModel, chords: Iterable[int], couplings: Iterable[int]) -> np.ndarray:

@@ -27,14 +27,19 @@ pass over the paths).
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.linalg as sla
 
 from rbc.errors import CompileError
 from rbc.model.compiled import CompiledModel, Partition
-from rbc.model.kinematics import closure_jacobian, local_jacobian
+from rbc.model.kinematics import (
+    ClosureGeometry,
+    closure_geometry,
+    closure_jacobian,
+    local_jacobian,
+)
 
 #: Relative threshold on |R_ii| / |R_00| of the scaled pivoted QR below which a direction is
 #: counted as rank deficient. Scaled entries are O(1); round-off in C is ~1e-15, so 1e-9
@@ -227,18 +232,20 @@ class Lift:
         lu: LU factors of R_p (r × r), reused for the curvature solve.
         cond: condition-number estimate of R_p (2-norm, from its singular values).
         C: (m, nv) the closure Jacobian at q.
+        geometry: the closure geometry it was computed from (for Ċv), or None.
     """
 
     E: np.ndarray
     lu: tuple[np.ndarray, np.ndarray] | None
     cond: float
     C: np.ndarray
+    geometry: ClosureGeometry | None = None
 
 
 def lift(model: CompiledModel, part: Partition, q: np.ndarray) -> Lift:
     """E(q) for a partition: ``E[ind] = I``, ``E[dep] = −R_p⁻¹ R_a`` (LU solve)."""
-    _, C, _ = closure_jacobian(model, q)
-    return lift_from_jacobian(part, C)
+    geo = closure_geometry(model, q)
+    return replace(lift_from_jacobian(part, geo.C), geometry=geo)
 
 
 def lift_from_jacobian(part: Partition, C: np.ndarray) -> Lift:
@@ -266,7 +273,10 @@ def curvature(model: CompiledModel, part: Partition, q: np.ndarray, u: np.ndarra
     """
     L = lifted or lift(model, part, q)
     v = L.E @ u
-    _, _, cv = closure_jacobian(model, q, v)
+    if L.geometry is not None:
+        cv = L.geometry.velocity_product(model, v)
+    else:
+        cv = closure_jacobian(model, q, v)[2]
     edu = np.zeros(model.nv)
     if part.rank and L.lu is not None:
         edu[part.dependent] = -sla.lu_solve(L.lu, cv[part.rows], check_finite=False)
