@@ -550,7 +550,8 @@ def import_mjcf(path: str | Path, *, repair_inertia: bool = False) -> ImportResu
     Raises:
         ModelImportError: malformed XML (with line), unsupported elements or attribute values
             (named, with line and XML path), references to missing bodies, joints, classes or
-            meshes, nonlinear joint equalities, a keyframe of the wrong size.
+            meshes, nonlinear joint equalities, a keyframe of the wrong size, or an invalid
+            inertia without ``repair_inertia``.
     """
     path = Path(path)
     ctx, root, bodies = _parse_tree(path, repair_inertia)
