@@ -151,3 +151,20 @@ def test_frame_jacobian_matches_pose_differences():
     dw = sp.log3(Tp.rotation @ Tm.rotation.T) / (2 * h)
     assert np.allclose(J @ v, np.concatenate([dw, dp]), atol=1e-7)  # FD error ~h²
     assert np.allclose(T.homogeneous, (kin.body_poses(model, q)[body] * frame).homogeneous)
+
+
+def test_nearly_singular_partition_triggers_a_logged_reconfiguration():
+    """Above ``singular_cond`` the step re-partitions, re-expresses u, and stays closed."""
+    from rbc.model.partition import partition_at
+
+    model, part = compiled("slider_crank")
+    slider = partition_at(model, part.q_ref, name="slider", independent_joints=["P"])
+    state = ClosureState(model, slider, slider.q_ref.copy(), singular_cond=0.5)
+    u = np.array([0.1])  # m/s on the slider
+    v_expected = lift(model, slider, slider.q_ref).E @ u
+    state.step(u, 1e-3)
+    assert state.events and state.events[0].startswith("computational reconfiguration")
+    assert state.partition.rank == slider.rank
+    # the requested motion is kept: the new u is the old motion's independent speeds
+    assert np.allclose(state.u, v_expected[state.partition.independent])
+    assert np.abs(kin.residual(model, state.q)).max() <= CLOSURE_TOL

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rbc.errors import CompileError, RbcError
+from rbc.errors import RbcError
 from rbc.model.compiled import CompiledModel, ModuleBlock, Partition
 from rbc.model.kinematics import local_jacobian, residual
 from rbc.model.partition import lift, partition_at
@@ -38,6 +38,10 @@ MAX_NEWTON = 30
 
 class ClosureError(RbcError):
     """The loops cannot be closed (names the chords and their residuals)."""
+
+
+class MechanismEvent(RbcError):
+    """The rank of the closure constraints changed along a motion (a mechanism event)."""
 
 
 @dataclass
@@ -231,19 +235,32 @@ def assemble(model: CompiledModel, *, name: str = "default",
 class ClosureState:
     """Mutable per-state data of the motion lift (the Data of the Model/Data split).
 
+    A step whose R_p has a condition number above ``singular_cond`` (the partition is
+    nearly singular while the rank is unchanged) first re-partitions at the current
+    configuration, choosing the best-conditioned dependent columns with no preference (a
+    computational reconfiguration, logged in ``events``), and re-expresses the requested
+    speeds in the new independent coordinates: ``u' = (E_old u)[new independent]``, stored in
+    ``u`` — callers continue with ``state.u`` and ``state.partition``. A rank change raises
+    :class:`MechanismEvent`.
+
     Attributes:
         model: the compiled model (immutable).
         partition: the current partition (replaced on a computational reconfiguration).
         q: (nq,) current configuration on the manifold.
+        u: (n_u,) the independent speeds of the last step, in the current partition.
         events: log of reconfigurations and mechanism events (strings).
         stats: accumulated counts.
+        singular_cond: condition number of R_p that triggers a reconfiguration (1e8: six
+            significant digits of E left, two decades before the rank tolerance).
     """
 
     model: CompiledModel
     partition: Partition
     q: np.ndarray
+    u: np.ndarray | None = None
     events: list[str] = field(default_factory=list)
     stats: SolveStats = field(default_factory=SolveStats)
+    singular_cond: float = 1e8
 
     def module_columns(self) -> list[tuple[tuple[int, ...], tuple[int, ...], np.ndarray,
                                           np.ndarray]]:
@@ -264,9 +281,12 @@ class ClosureState:
         m = self.model
         L = lift(m, self.partition, self.q)
         self.stats.jacobian_evals += 1
-        if L.cond > 1e9:
+        if L.cond > self.singular_cond:
+            v = L.E @ u
             self._reconfigure()
+            u = v[self.partition.independent]
             L = lift(m, self.partition, self.q)
+        self.u = np.asarray(u, dtype=float)
         du = h * (L.E @ u)
         q = m.integrate(self.q, du)
         ok = True
@@ -287,11 +307,12 @@ class ClosureState:
     def _reconfigure(self) -> None:
         """New partition with the same rank (logged); a rank change is a mechanism event."""
         old = self.partition
-        new = partition_at(self.model, self.q, name=old.name, length=old.length_scale)
+        new = partition_at(self.model, self.q, name=old.name, length=old.length_scale,
+                           preferred=())
         if new.rank != old.rank:
             self.events.append(f"mechanism event: rank {old.rank} -> {new.rank}")
-            raise CompileError(f"mechanism event: closure rank changed {old.rank} -> "
-                               f"{new.rank} at the current configuration")
+            raise MechanismEvent(f"mechanism event: the closure rank changed {old.rank} -> "
+                                 f"{new.rank} at the current configuration")
         self.events.append(
             f"computational reconfiguration: independent {old.joints} -> {new.joints}")
         self.partition = new

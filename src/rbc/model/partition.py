@@ -156,6 +156,7 @@ def partition_at(
     name: str = "default",
     independent_joints: Collection[str] | None = None,
     length: float | None = None,
+    preferred: Collection[int] | None = None,
 ) -> Partition:
     """Rank analysis at configuration q, module by module.
 
@@ -170,6 +171,8 @@ def partition_at(
         independent_joints: joints that must be independent (their coordinates are exactly
             the independent speeds); None → preferred actuated/requested joints.
         length: length scale [m] (default :func:`characteristic_length`).
+        preferred: v-columns to keep independent when the rank allows (default: actuated
+            and requested joints; ``()`` picks the best-conditioned split).
 
     Returns:
         The partition (``q_ref`` = q).
@@ -180,7 +183,10 @@ def partition_at(
     """
     sc = scales(model, length)
     forced = None if independent_joints is None else joint_columns(model, independent_joints)
-    pref = preferred_independent(model) if forced is None else forced
+    if forced is not None:
+        pref: Collection[int] = forced
+    else:
+        pref = preferred_independent(model) if preferred is None else set(preferred)
     rows: list[int] = []
     dep: set[int] = set()
     rank = 0
