@@ -1,1 +1,53 @@
-"""``rbc verify BUNDLE``: run the check catalogue (placeholder, replaced below)."""
+"""``rbc verify BUNDLE``: run the check catalogue; exit 1 when a check fails."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from rbc.cli.app import app
+
+
+@app.command("verify")
+def verify_command(
+    bundle: Annotated[Path, typer.Argument(help="Bundle written by `rbc compile`.")],
+    json_file: Annotated[Path | None, typer.Option(
+        "--json", help="Also write the results as JSON to this file.")] = None,
+    samples: Annotated[int, typer.Option(min=1, help="Sampled configurations.")] = 100,
+    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 20260927,
+    partition: Annotated[str | None, typer.Option(
+        "--partition", help="Stored partition to check (default: `default`).")] = None,
+) -> None:
+    """Check closure, closure Jacobian, lift, curvature and rank against FD references."""
+    from rbc.model.compiled import CompiledModel
+    from rbc.model.solve import get_partition
+    from rbc.verify.checks import report
+    from rbc.verify.kinematics import run_kinematic_checks, work_units
+
+    model = CompiledModel.from_bundle(bundle)
+    part = get_partition(model, partition)
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(f"verifying {model.record.name} ({part.name})",
+                            total=work_units(samples))
+        checks = run_kinematic_checks(model, part, samples=samples, seed=seed,
+                                      progress=lambda n: bar.advance(task, n))
+    doc = report(str(bundle), checks)
+    if json_file is not None:
+        json_file.write_text(json.dumps(doc, indent=2) + "\n")
+    t = Table(title=f"rbc verify {bundle} (partition {part.name}, {samples} samples, "
+              f"seed {seed})", title_justify="left")
+    for col, just in (("check", "left"), ("value", "right"), ("limit", "right"),
+                      ("unit", "left"), ("", "left"), ("detail", "left")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for c in checks:
+        t.add_row(c.name, f"{c.value:.3g}", ("≥ " if c.lower_bound else "≤ ") + f"{c.limit:g}",
+                  c.unit, "[green]pass[/green]" if c.passed else "[red]FAIL[/red]", c.detail)
+    Console(width=200).print(t)
+    if not doc["passed"]:
+        raise typer.Exit(1)

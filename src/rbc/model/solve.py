@@ -46,14 +46,14 @@ from rbc.model.kinematics import residual
 from rbc.model.partition import lift, scales
 
 #: Largest continuation step of a prescribed coordinate, in scaled units (rad, or lengths
-#: divided by the partition's length scale L): 0.25 keeps the Newton corrector well inside
-#: its quadratic-convergence region on the shipped records (a quarter radian of crank
-#: rotation), so most steps are accepted at once.
-MAX_STEP = 0.25
-#: Smallest continuation step (fraction of the whole path) before giving up: 2⁻²⁰ ≈ 1e-6
-#: of the way is far below any physical resolution, so a stall there is a genuine boundary
-#: (a singular configuration or the edge of the workspace).
-MIN_FRACTION = 2.0**-20
+#: divided by the partition's length scale L): from the lift predictor, half a radian of
+#: crank rotation (or L/2 of stroke) converges in 3–6 Newton iterations on the shipped
+#: records; larger steps are halved when they fail, so this only trades speed.
+MAX_STEP = 0.5
+#: Smallest continuation step (fraction of the whole path) before giving up: 2⁻¹² ≈ 2e-4
+#: of the way (≤ 1e-4 rad or L·1e-4 per step on the shipped records), below which a stall
+#: is a genuine boundary (a singular configuration or the edge of the workspace).
+MIN_FRACTION = 2.0**-12
 #: Newton iterations per corrector before the step is halved: a converging corrector from
 #: the lift predictor needs 2–5 (quadratic convergence); 12 leaves room for slow linear
 #: convergence near singular configurations without wasting work on hopeless steps.

@@ -1,0 +1,96 @@
+"""Check records and the catalogue behind ``rbc verify`` (DESIGN.md §8).
+
+A check compares one computed quantity with an independent reference and states the limit
+it must respect. Suites of checks are registered by name (registries are data): the
+kinematic suite lives in :mod:`rbc.verify.kinematics`; dynamics (``dynamics.*``), ports and
+exports (``export.*``) register their own suites the same way::
+
+    register_suite("dynamics", ("dynamics.delta_a.kkt50", …), run_dynamics)
+
+A suite is a callable ``(model, partition, options) -> list[Check]``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+#: The project-wide default seed (DESIGN.md §2).
+DEFAULT_SEED = 20260927
+
+
+@dataclass(frozen=True)
+class Check:
+    """The outcome of one check.
+
+    Attributes:
+        name: dotted name (``closure.residual``, ``jacobian.fd``, …).
+        value: the measured number (NaN when it could not be measured).
+        limit: the bound the value must respect.
+        unit: unit of value and limit (SI; ``"1"`` for relative errors).
+        passed: whether the value respects the limit.
+        detail: one line on what was compared and where the worst case was.
+        lower_bound: the limit is a lower bound (value ≥ limit) instead of an upper bound.
+    """
+
+    name: str
+    value: float
+    limit: float
+    unit: str
+    passed: bool
+    detail: str = ""
+    lower_bound: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The DESIGN.md §8 record ``{name, value, limit, unit, passed, detail}``."""
+        value = self.value if math.isfinite(self.value) else None
+        return {"name": self.name, "value": value, "limit": self.limit, "unit": self.unit,
+                "passed": self.passed, "detail": self.detail}
+
+
+def make_check(name: str, value: float, limit: float, unit: str, detail: str = "", *,
+               lower_bound: bool = False) -> Check:
+    """A :class:`Check` with ``passed`` decided from value and limit (NaN fails)."""
+    value = float(value)
+    ok = math.isfinite(value) and (value >= limit if lower_bound else value <= limit)
+    return Check(name, value, float(limit), unit, bool(ok), detail, lower_bound)
+
+
+Suite = Callable[..., list[Check]]
+
+
+@dataclass
+class _Registry:
+    suites: dict[str, tuple[tuple[str, ...], Suite]] = field(default_factory=dict)
+
+
+_REGISTRY = _Registry()
+
+
+def register_suite(name: str, check_names: Sequence[str], run: Suite) -> None:
+    """Register a suite of checks under ``name`` (re-registering replaces it)."""
+    _REGISTRY.suites[name] = (tuple(check_names), run)
+
+
+def suites() -> dict[str, tuple[tuple[str, ...], Suite]]:
+    """Registered suites ``{name: (check names, run)}`` in registration order."""
+    _load_builtin()
+    return dict(_REGISTRY.suites)
+
+
+def catalogue() -> tuple[str, ...]:
+    """Every registered check name, suite by suite."""
+    return tuple(n for names, _ in suites().values() for n in names)
+
+
+def _load_builtin() -> None:
+    """Import the built-in suites (they register on import)."""
+    import rbc.verify.kinematics  # noqa: F401
+
+
+def report(bundle: str, checks: Sequence[Check]) -> dict[str, Any]:
+    """The ``rbc verify --json`` document ``{bundle, passed, checks}``."""
+    return {"bundle": bundle, "passed": all(c.passed for c in checks),
+            "checks": [c.to_json() for c in checks]}
