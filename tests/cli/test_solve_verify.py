@@ -1,0 +1,100 @@
+"""`rbc solve` and `rbc verify` end to end: output, JSON, exit codes, messages."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import h5py
+import pytest
+
+from rbc.cli.main import main
+from rbc.verify import kinematics as K
+from tests.verify.conftest import compile_bundle
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("cli")
+    return lambda name: compile_bundle(directory, name)
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_solve_prints_and_jsons(bundle, capsys):
+    b = bundle("fourbar")
+    code, out, _ = run(capsys, "solve", b, "--set", "A=1.5")
+    assert code == 0 and "residual" in out and "iterations" in out and "B" in out
+    code, out, _ = run(capsys, "solve", b, "--set", "A=1.5", "--json")
+    doc = json.loads(out)
+    assert code == 0 and set(doc) == {"partition", "configuration", "residual", "iterations"}
+    assert doc["configuration"]["A"] == 1.5 and doc["residual"] <= 1e-12
+    assert set(doc["configuration"]) == {"A", "B", "C", "D"}
+
+
+def test_solve_multicoordinate_joints_are_lists(bundle, capsys):
+    code, out, _ = run(capsys, "solve", bundle("stewart"), "--set", "P1=0.8", "--json")
+    doc = json.loads(out)
+    assert code == 0 and len(doc["configuration"]["S1"]) == 4
+    assert len(doc["configuration"]["U1"]) == 2 and doc["configuration"]["P1"] == 0.8
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--set", "Aa=1"), "unknown coordinate 'Aa' (did you mean 'A'?)"),
+    (("--set", "B=1"), "'B' is a dependent coordinate in partition 'default'"),
+    (("--set", "A"), "expected NAME=VALUE"),
+    (("--partition", "nope"), "unknown partition 'nope'"),
+])
+def test_solve_errors_exit_2(bundle, capsys, args, message):
+    code, out, err = run(capsys, "solve", bundle("fourbar"), *args)
+    assert code == 2 and message in err and "Traceback" not in err and out == ""
+
+
+def test_solve_unreachable_exit_2(bundle, capsys):
+    code, _, err = run(capsys, "solve", bundle("excavator"), "--set", "boom_cyl=9")
+    assert code == 2 and "outside the joint limits [1.73, 2.93]" in err
+    code, _, err = run(capsys, "solve", bundle("fivebar"), "--set", "A1=3", "--set", "A2=0")
+    assert code == 2 and "stay open: C" in err and "Traceback" not in err
+
+
+def test_solve_other_schema_version_exit_2(bundle, capsys, tmp_path):
+    b = tmp_path / "old.h5"
+    shutil.copy(bundle("fourbar"), b)
+    with h5py.File(b, "a") as h5:
+        h5["meta"].attrs["bundle_schema"] = 999
+    code, _, err = run(capsys, "solve", b, "--set", "A=1")
+    assert code == 2 and "schema" in err and "Traceback" not in err
+
+
+def test_verify_json_and_exit_codes(bundle, capsys, tmp_path, monkeypatch):
+    b, out = bundle("slider_crank"), tmp_path / "v.json"
+    code, text, _ = run(capsys, "verify", b, "--samples", "10", "--json", out)
+    doc = json.loads(out.read_text())
+    assert code == 0 and doc["passed"] is True and doc["bundle"] == str(b)
+    assert [c["name"] for c in doc["checks"]] == list(K.CHECK_NAMES)
+    assert "closure.residual" in text
+    monkeypatch.setattr(K, "CLOSURE_LIMIT", 0.0)  # nothing closes to exactly zero
+    code, _, _ = run(capsys, "verify", b, "--samples", "10", "--json", out)
+    assert code == 1 and json.loads(out.read_text())["passed"] is False
+
+
+def test_excavator_partitions_same_speeds_and_largest_block(bundle, capsys):
+    code, out, _ = run(capsys, "inspect", bundle("excavator"), "--json")
+    parts = {p["name"]: p for p in json.loads(out)["partitions"]}
+    assert code == 0 and {"joint_space", "stroke"} <= parts.keys()
+    assert parts["joint_space"]["speeds"] == parts["stroke"]["speeds"] == 4
+    # independent count from the run-time model: dependent columns per module block
+    from rbc.model.compiled import CompiledModel
+
+    m = CompiledModel.from_bundle(bundle("excavator"))
+    for name in ("joint_space", "stroke"):
+        dep = set(m.partitions[name].dependent.tolist())
+        expected = max(sum(1 for j in blk.cols if j in dep) for blk in m.blocks)
+        assert parts[name]["largest_block"] == expected
+    # the cylinders are passive in joint space: the bucket linkage module keeps one more
+    # dependent coordinate when the strokes are independent
+    assert parts["stroke"]["largest_block"] == parts["joint_space"]["largest_block"] + 1
