@@ -87,13 +87,15 @@ def test_excavator_partitions_same_speeds_and_largest_block(bundle, capsys):
     parts = {p["name"]: p for p in json.loads(out)["partitions"]}
     assert code == 0 and {"joint_space", "stroke"} <= parts.keys()
     assert parts["joint_space"]["speeds"] == parts["stroke"]["speeds"] == 4
-    # independent count from the run-time model: dependent columns per module block
+    # recount from the run-time model: dependent coordinates of each module's own edges
     from rbc.model.compiled import CompiledModel
 
     m = CompiledModel.from_bundle(bundle("excavator"))
     for name in ("joint_space", "stroke"):
         dep = set(m.partitions[name].dependent.tolist())
-        expected = max(sum(1 for j in blk.cols if j in dep) for blk in m.blocks)
+        expected = max(sum(1 for k in mod.edges for j in range(m.v_slice(k).start,
+                                                               m.v_slice(k).stop) if j in dep)
+                       for mod in m.modules)
         assert parts[name]["largest_block"] == expected
     # the cylinders are passive in joint space: the bucket linkage module keeps one more
     # dependent coordinate when the strokes are independent
