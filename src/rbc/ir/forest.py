@@ -14,13 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rbc.ir.graph import Multigraph
-
-
-def _frozen(a: np.ndarray) -> np.ndarray:
-    a = np.ascontiguousarray(a)
-    a.setflags(write=False)
-    return a
+from rbc.ir.graph import Multigraph, frozen_array
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,7 +53,7 @@ class Forest:
 
     def __post_init__(self) -> None:
         for name in ("parent_edge", "parent_vertex", "depth", "sign", "q_offset", "v_offset"):
-            object.__setattr__(self, name, _frozen(getattr(self, name)))
+            object.__setattr__(self, name, frozen_array(getattr(self, name)))
 
     def q_slice(self, k: int) -> slice:
         """Slice of edge ``k``'s coordinates in q."""

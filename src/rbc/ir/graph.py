@@ -21,8 +21,9 @@ import numpy as np
 from rbc.ir.record import Record
 
 
-def _frozen(a: np.ndarray) -> np.ndarray:
-    a = np.ascontiguousarray(a)
+def frozen_array(a: np.ndarray) -> np.ndarray:
+    """A read-only contiguous copy-or-view of ``a`` (IR arrays are immutable)."""
+    a = np.array(a)
     a.setflags(write=False)
     return a
 
@@ -65,7 +66,7 @@ class Multigraph:
 
     def __post_init__(self) -> None:
         for name in ("parent", "child", "nq", "nv", "keep", "prefer_cut", "component"):
-            object.__setattr__(self, name, _frozen(getattr(self, name)))
+            object.__setattr__(self, name, frozen_array(getattr(self, name)))
 
     @property
     def n_bodies(self) -> int:

@@ -20,15 +20,10 @@ import pinocchio as pin
 from rbc.errors import BundleError
 from rbc.ir import spatial as sp
 from rbc.ir.bundle import open_bundle, strings
+from rbc.ir.graph import frozen_array
 from rbc.ir.joints import JointKind, joint_kind
 from rbc.ir.modules import Modules
 from rbc.ir.record import Joint, Pose, Record
-
-
-def _frozen(a: np.ndarray) -> np.ndarray:
-    a = np.array(a)
-    a.setflags(write=False)
-    return a
 
 
 @dataclass(frozen=True)
@@ -88,7 +83,7 @@ class Partition:
 
     def __post_init__(self) -> None:
         for name in ("independent", "dependent", "rows", "q_ref"):
-            object.__setattr__(self, name, _frozen(getattr(self, name)))
+            object.__setattr__(self, name, frozen_array(getattr(self, name)))
 
 
 @dataclass(frozen=True, eq=False)
@@ -188,8 +183,8 @@ class CompiledModel:
             rows += [6 * self.n_chords + c for c in mod.couplings]
             cols = sorted({j for k in (*mod.edges, *mod.inputs)
                            for j in range(self.v_slice(k).start, self.v_slice(k).stop)})
-            out.append(ModuleBlock(mod.chords, mod.couplings, _frozen(np.array(rows, int)),
-                                   _frozen(np.array(cols, dtype=np.int64))))
+            out.append(ModuleBlock(mod.chords, mod.couplings, frozen_array(np.array(rows, int)),
+                                   frozen_array(np.array(cols, dtype=np.int64))))
         return tuple(out)
 
     @functools.cached_property
@@ -366,24 +361,24 @@ def _build(*, record: Record, edge_names, edge_types, parent, child, tree_edges,
         kinds=kinds,
         A=A,
         B=B,
-        AdB=_frozen(np.array([sp.adjoint(b) for b in B]).reshape(-1, 6, 6)),
-        parent=_frozen(parent),
-        child=_frozen(child),
+        AdB=frozen_array(np.array([sp.adjoint(b) for b in B]).reshape(-1, 6, 6)),
+        parent=frozen_array(parent),
+        child=frozen_array(child),
         n_bodies=len(record.bodies),
         tree_edges=tuple(tree_edges),
         chord_edges=tuple(chord_edges),
-        sign=_frozen(sign),
-        parent_edge=_frozen(parent_edge),
+        sign=frozen_array(sign),
+        parent_edge=frozen_array(parent_edge),
         paths=paths,
         modules=modules,
-        q_offset=_frozen(q_offset),
-        v_offset=_frozen(v_offset),
+        q_offset=frozen_array(q_offset),
+        v_offset=frozen_array(v_offset),
         nq=nq,
         nv=nv,
         nq_tree=nq_tree,
         nv_tree=nv_tree,
         coupling_rows=coupling_rows,
-        coupling_offset=_frozen(np.array([c.offset for c in record.couplings], dtype=float)),
-        lower=_frozen(lower),
-        upper=_frozen(upper),
+        coupling_offset=frozen_array(np.array([c.offset for c in record.couplings], dtype=float)),
+        lower=frozen_array(lower),
+        upper=frozen_array(upper),
     )
