@@ -449,3 +449,15 @@ def write_mjcf(model: CompiledModel, partition: Partition, path: str | Path,
         Path(tmp).unlink(missing_ok=True)
         raise
     return out
+
+
+def write_mjcf_from_bundle(bundle: str | Path, path: str | Path,
+                           timestep: float = DEFAULT_TIMESTEP) -> MjcfExport:
+    """``rbc compile --mjcf``: export the ``default`` partition of a bundle (atomically).
+
+    Raises:
+        BundleError: unreadable bundle; CompileError: as :func:`export_mjcf`.
+    """
+    model = CompiledModel.from_bundle(bundle)
+    part = model.partitions.get("default") or next(iter(model.partitions.values()))
+    return write_mjcf(model, part, path, timestep)

@@ -355,3 +355,14 @@ def write_pinocchio(kin: CompiledModel, partition: Partition, out_dir: str | Pat
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def write_pinocchio_from_bundle(bundle: str | Path, out_dir: str | Path) -> Path:
+    """``rbc compile --pinocchio``: :func:`write_pinocchio` for a bundle's ``default`` partition.
+
+    Raises:
+        BundleError: unreadable bundle; PinocchioExportError: unsupported cut joint type.
+    """
+    kin = CompiledModel.from_bundle(bundle)
+    part = kin.partitions.get("default") or next(iter(kin.partitions.values()))
+    return write_pinocchio(kin, part, out_dir)

@@ -34,6 +34,10 @@ def compile_command(
         "--length-scale", min=1e-9, help="Length [m] scaling the rank analysis "
         "(default: median attachment offset of the record).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    mjcf: Annotated[Path | None, typer.Option(
+        "--mjcf", help="Also write a MuJoCo MJCF file (docs/export.md).")] = None,
+    pinocchio: Annotated[Path | None, typer.Option(
+        "--pinocchio", help="Also write a URDF + constraints.yaml into this directory.")] = None,
 ) -> None:
     """Compile a physical record into a bundle (tree, cut joints, paths, modules, partitions)."""
     out = output or Path(record.stem + ".h5")
@@ -41,6 +45,14 @@ def compile_command(
     report = compile_to_file(record, out, verify=not no_verify,
                              dump_after=tuple(dump_after or ()), partitions=requests,
                              length_scale=length_scale)
+    if mjcf is not None:
+        from rbc.backends.mjcf_export import write_mjcf_from_bundle
+
+        write_mjcf_from_bundle(out, mjcf)
+    if pinocchio is not None:
+        from rbc.backends.pinocchio import write_pinocchio_from_bundle
+
+        write_pinocchio_from_bundle(out, pinocchio)
     err = Console(stderr=True)
     for name, text in report.dumps:
         typer.echo(f"// ----- IR after {name} -----\n{text}")

@@ -1,0 +1,114 @@
+"""``rbc bench dynamics``: time per state of rbc's reduced forward dynamics against
+Pinocchio's ``constraintDynamics`` on the same states, in the same process.
+
+Ours: :func:`rbc.model.dynamics.reduced_terms` (lift E, curvature Ė u, tree terms, loads)
+plus :func:`rbc.model.dynamics.forward_dynamics` (Cholesky of M_r). Peer: Pinocchio's
+``constraintDynamics`` (called from Python; model and constraints from
+:func:`rbc.backends.pinocchio.pinocchio_model`) with the same q, v and tree efforts τ
+(gravity excluded, Pinocchio adds it). Both are timed per call with
+``time.perf_counter``; "single" repeats one state, "batched" loops over N distinct states.
+
+States: the partition's assembled configuration ``q_ref`` with independent speeds
+``u ~ N(0, speed²)`` and port efforts ``f ~ N(0, effort²)`` (seeded), lifted to all speeds
+``v = E u`` so Pinocchio sees a velocity that satisfies the closure. The largest δ_a
+(DESIGN.md §6) over the states is reported alongside, so a fast wrong answer shows.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+
+from rbc.backends.pinocchio import constraint_dynamics, pinocchio_model
+from rbc.model.compiled import CompiledModel
+from rbc.model.dynamics import (DynamicsData, DynamicsModel, forward_dynamics, reduced_terms,
+                                tree_acceleration)
+from rbc.verify.checks import DEFAULT_SEED
+
+#: Standard deviation of the sampled independent speeds [rad/s or m/s] ("small").
+SPEED = 0.1
+#: Standard deviation of the sampled port efforts [N·m or N].
+EFFORT = 10.0
+
+
+@dataclass(frozen=True)
+class State:
+    """One benchmark state: q (nq,), u (n_u,), f (n_act,)."""
+
+    q: np.ndarray
+    u: np.ndarray
+    f: np.ndarray
+
+
+def sample_states(model: CompiledModel, n: int, seed: int = DEFAULT_SEED,
+                  partition: str = "default") -> list[State]:
+    """``n`` states at ``q_ref`` with random independent speeds and port efforts (seeded)."""
+    part = model.partitions[partition]
+    rng = np.random.default_rng(seed)
+    n_act = len(model.record.actuators)
+    return [State(np.array(part.q_ref), SPEED * rng.normal(size=len(part.independent)),
+                  EFFORT * rng.normal(size=n_act)) for _ in range(n)]
+
+
+def _per_call(fn: Callable[[State], object], states: list[State]) -> float:
+    t0 = time.perf_counter()
+    for s in states:
+        fn(s)
+    return (time.perf_counter() - t0) / len(states)
+
+
+def bench_dynamics(bundle: str | Path, n_states: int = 1000, single_repeats: int = 200,
+                   seed: int = DEFAULT_SEED) -> dict:
+    """Time ours and Pinocchio's forward dynamics per state.
+
+    Args:
+        bundle: compiled bundle.
+        n_states: number of distinct states of the batched run (≥ 1).
+        single_repeats: calls on one state for the single-state time.
+
+    Returns:
+        ``{"robot", "states", "ours": {"single_us", "batched_us"}, "pinocchio": {…},
+        "ratio": {"single", "batched"} (ours / Pinocchio), "delta_a": max δ_a}``.
+    """
+    kin = CompiledModel.from_bundle(bundle)
+    part = kin.partitions["default"]
+    dm = DynamicsModel.build(kin)
+    dd = DynamicsData.of(dm)
+    pm = pinocchio_model(kin, part)
+    pdata = pm.tree.model.createData()
+    cdatas = pm.constraint_datas()
+    pin.initConstraintDynamics(pm.tree.model, pdata, pm.constraints, cdatas)
+    nt = kin.nv_tree
+    states = sample_states(kin, n_states, seed)
+    # the peer's inputs (v, τ) come from the lift; prepared outside the timed loop
+    inputs = []
+    delta = 0.0
+    for s in states:
+        t = reduced_terms(dm, dd, part, s.q, s.u, f=s.f)
+        a = tree_acceleration(t, forward_dynamics(dm, t))[:nt]
+        tau = t.tau_full[:nt] + t.tree.g
+        inputs.append((s.q, t.v, tau))
+        ap = constraint_dynamics(pm, pdata, cdatas, s.q, t.v, tau)
+        delta = max(delta, float(np.abs(ap - a).max() / max(1.0, np.abs(a).max())))
+    peer_in = {id(s): x for s, x in zip(states, inputs, strict=True)}
+
+    def ours(s: State) -> np.ndarray:
+        return forward_dynamics(dm, reduced_terms(dm, dd, part, s.q, s.u, f=s.f))
+
+    def peer(s: State) -> np.ndarray:
+        return constraint_dynamics(pm, pdata, cdatas, *peer_in[id(s)])
+
+    one = [states[0]] * single_repeats
+    res = {"ours": {"single_us": 1e6 * _per_call(ours, one),
+                    "batched_us": 1e6 * _per_call(ours, states)},
+           "pinocchio": {"single_us": 1e6 * _per_call(peer, one),
+                         "batched_us": 1e6 * _per_call(peer, states)}}
+    return {"robot": kin.record.name, "states": n_states, **res,
+            "ratio": {k: res["ours"][f"{k}_us"] / res["pinocchio"][f"{k}_us"]
+                      for k in ("single", "batched")},
+            "delta_a": delta}
