@@ -16,7 +16,6 @@ from rbc.model.solve import (
     get_partition,
     parse_assignment,
     resolve_targets,
-    solve,
     solve_named,
 )
 from tests.verify.conftest import compile_bundle
