@@ -1,0 +1,351 @@
+"""Reference forward dynamics: an index-1 KKT solve in 50-digit arithmetic (DESIGN.md §6).
+
+The reference shares no code with the lift (``E``, ``Ė``) or the closure Jacobian of
+:mod:`rbc.model.kinematics`. It takes double-precision Pinocchio tree terms (``M_T``,
+``h_T``, ``g_T`` from :func:`rbc.model.dynamics.tree_terms`; efforts from
+:func:`~rbc.model.dynamics.passive_efforts`, :func:`~rbc.model.dynamics.wrench_efforts`
+and the port efforts) and builds the constraint rows of every cut joint itself from
+Pinocchio frame Jacobians of the tree model.
+
+**Constraint rows.** For a cut joint e = (b, c) let ``Jb`` be the joint frame ``A_e`` on body
+b and ``Jc`` the frame ``B_e`` on body c, both placed through the *tree*. With ``V_b``,
+``V_c`` their twists in their own (LOCAL) frames and ``X = Ad(T_Jc_Jb)`` (from the tree
+placements), the relative twist of Jc w.r.t. Jb written in Jc is
+``V_rel = V_c − X V_b = J_rel v_T`` with ``J_rel = J_c − X J_b`` (Pinocchio
+``getFrameJacobian(…, LOCAL)``). The joint allows exactly ``V_rel = S_e(q_e) q̇_e`` (S_e: the
+cut joint's motion subspace in Jc). Splitting the 6 rows with the invertible
+``[P_e; S_e⁺]`` (``P_e``: the annihilator of S_e, ``P_e S_e = 0``, 6 − nv_e rows: spherical 3,
+universal 4, revolute/prismatic/helical 5, cylindrical 4, fixed 6):
+
+* physical rows ``P_e J_rel v_T = 0`` (no cut coordinates);
+* rate rows ``q̇_e = K_e v_T`` with ``K_e = S_e⁺ J_rel`` (the massless cut coordinates).
+
+**Acceleration level.** ``d/dt X = −ad(V_rel) X`` gives
+``V̇_rel = J_rel v̇_T + γ₆``, ``γ₆ = a⁰_c − X a⁰_b + V_rel × (X V_b)`` with ``a⁰`` the LOCAL
+spatial frame accelerations at zero joint acceleration
+(``pin.forwardKinematics(model, data, q, v, 0)``; Featherstone 2008 §2.11, Pinocchio
+"frame acceleration"). Differentiating ``V_rel − S_e q̇_e = 0`` gives
+``P_e J_rel a_T = −P_e (γ₆ − Ṡ_e q̇_e)`` and ``q̈_e = K_e a_T + S_e⁺(γ₆ − Ṡ_e q̇_e)``; the
+time derivative of ``[P_e; S_e⁺]`` multiplies a vanishing quantity and drops out.
+
+**Solve (Nocedal & Wright 2006, §16.2, null-space method).** With the cut coordinates
+eliminated by their rate rows, the KKT system ``[M Jᵀ; J 0][a; −λ] = [τ − h; −γ]`` over all
+coordinates (cut coordinates massless) reduces to the tree: with J the stacked physical
+rows (m × nv_T) and its SVD ``J = U Σ Vᵀ`` truncated at ``σ_i > 1e-9 σ₁`` (redundant rows,
+e.g. the out-of-plane rows of planar loops, are honoured in the least-squares sense),
+
+    a_p = −V_r Σ_r⁻¹ U_rᵀ γ,   Z = null-space basis (nv_T × d),
+    (Zᵀ M_T Z) w = Zᵀ (τ_T − h_T − M_T a_p) + (K Z)ᵀ τ_C,   a_T* = a_p + Z w.
+
+Everything from the SVD on runs in ``mpmath`` with ``mp.dps = 50``. The SVD is taken
+from the symmetric eigen-decomposition of the smaller Gram matrix (``JᵀJ`` or ``JJᵀ``,
+``σ² = λ``), which costs far fewer multiprecision operations than ``mp.svd_r`` on the
+rectangular J; squaring the condition number loses at most 2·9 of the 50 digits for the
+retained singular values. The null-space basis is the orthogonal complement of the
+retained right singular vectors (Householder reflections, Golub & Van Loan §5.2).
+
+**State.** The velocity is not taken from our lift either: ``v* = Z_f (Z_f[ind])⁻¹ u`` with
+``Z_f = [Z; K Z]`` the reference's own null space over all coordinates (``ind``: the
+partition's independent v-indices), then the double-precision terms are evaluated at v*.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mpmath
+import numpy as np
+import pinocchio as pin
+
+from rbc.ir import spatial as sp
+from rbc.model.dynamics import (
+    DynamicsData,
+    DynamicsModel,
+    Wrench,
+    passive_efforts,
+    tree_terms,
+    wrench_efforts,
+)
+from rbc.model.interfaces import ports
+
+#: Working precision of the reference [decimal digits] (DESIGN.md §6).
+DPS = 50
+#: Singular values of J above this fraction of σ₁ are retained (DESIGN.md §6): row
+#: dependencies that hold exactly in exact arithmetic appear as σ ≈ 1e-16 σ₁ in double input.
+SVD_RTOL = 1e-9
+
+
+class ReferenceMismatch(ValueError):
+    """The reference's constraint rows disagree with the partition (mobility differs)."""
+
+
+@dataclass(frozen=True, eq=False)
+class CutRows:
+    """Constraint rows of all cut joints at one configuration (tree columns, rbc order).
+
+    Attributes:
+        J: (m, nv_T) physical rows ``P_e J_rel`` [rad/s, m/s per unit v].
+        K: (nv_C, nv_T) rate rows: cut-coordinate speeds from tree speeds.
+        cut_cols: (nv_C,) v-indices of the cut coordinates in the order of K.
+    """
+
+    J: np.ndarray
+    K: np.ndarray
+    cut_cols: np.ndarray
+
+
+def chord_frames(dm: DynamicsModel, e: int) -> tuple[int, pin.SE3, int, pin.SE3]:
+    """``(joint_b, T_jointb_Jb, joint_c, T_jointc_Jc)`` of cut edge e in the tree model."""
+    t, k = dm.tree, dm.kin
+
+    def host(v: int) -> tuple[int, pin.SE3]:
+        if v == k.n_bodies:
+            return 0, pin.SE3.Identity()
+        f = t.model.frames[int(t.body_frame[v])]
+        return int(f.parentJoint), f.placement
+
+    jb, Tb = host(int(k.parent[e]))
+    jc, Tc = host(int(k.child[e]))
+    return jb, Tb * k.A[e], jc, Tc * k.B[e]
+
+
+def annihilator(S: np.ndarray) -> np.ndarray:
+    """(6 − nv, 6) orthonormal rows P with ``P S = 0``."""
+    U = np.linalg.svd(S, full_matrices=True)[0]
+    return U[:, S.shape[1]:].T
+
+
+def _tree_columns(dm: DynamicsModel, J_pin: np.ndarray) -> np.ndarray:
+    """Pinocchio-ordered (6, nv_pin) motion Jacobian → angular-first rows, rbc columns."""
+    out = np.empty_like(J_pin)
+    out[:, dm.tree.v_perm] = J_pin
+    return sp.from_pinocchio_motion(out)
+
+
+def cut_rows(dm: DynamicsModel, data: DynamicsData, q: np.ndarray) -> CutRows:
+    """Physical and rate rows of every cut joint at q (module docstring)."""
+    k, t = dm.kin, dm.tree
+    pd = data.pin_data
+    pin.computeJointJacobians(t.model, pd, t.q_pin(q[: k.nq_tree]))
+    rows, rates, cols = [], [], []
+    for e in k.chord_edges:
+        jb, Pb, jc, Pc = chord_frames(dm, e)
+        Jb = pin.getFrameJacobian(t.model, pd, jb, Pb, pin.ReferenceFrame.LOCAL)
+        Jc = pin.getFrameJacobian(t.model, pd, jc, Pc, pin.ReferenceFrame.LOCAL)
+        X = ((pd.oMi[jc] * Pc).inverse() * (pd.oMi[jb] * Pb)).action
+        J_rel = _tree_columns(dm, Jc - X @ Jb)
+        S = k.kinds[e].motion_subspace(q[k.q_slice(e)])
+        rows.append(annihilator(S) @ J_rel)
+        rates.append(np.linalg.pinv(S) @ J_rel)
+        cols.extend(range(k.v_slice(e).start, k.v_slice(e).stop))
+    nt = k.nv_tree
+    return CutRows(np.vstack(rows) if rows else np.zeros((0, nt)),
+                   np.vstack(rates) if rates else np.zeros((0, nt)),
+                   np.array(cols, dtype=np.int64))
+
+
+def cut_drift(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, v: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """``(P_e(γ₆ − Ṡq̇_e), S_e⁺(γ₆ − Ṡq̇_e))`` stacked over the cut joints at (q, v).
+
+    Args:
+        v: (nv,) all speeds (tree part and cut-coordinate part).
+    """
+    k, t = dm.kin, dm.tree
+    pd = data.pin_data
+    nt = k.nv_tree
+    pin.forwardKinematics(t.model, pd, t.q_pin(q[: k.nq_tree]), t.v_pin(v[:nt]),
+                          np.zeros(t.model.nv))
+    phys, rate = [], []
+    for e in k.chord_edges:
+        jb, Pb, jc, Pc = chord_frames(dm, e)
+        X = (pd.oMi[jc] * Pc).inverse() * (pd.oMi[jb] * Pb)
+        Vb, Vc = Pb.actInv(pd.v[jb]), Pc.actInv(pd.v[jc])
+        XVb = X.act(Vb)
+        g6 = Pc.actInv(pd.a[jc]) - X.act(Pb.actInv(pd.a[jb])) + (Vc - XVb).cross(XVb)
+        qe, ve = q[k.q_slice(e)], v[k.v_slice(e)]
+        kind = k.kinds[e]
+        g = sp.from_pinocchio_motion(np.asarray(g6.vector)) - kind.motion_subspace_rate(qe, ve)
+        S = kind.motion_subspace(qe)
+        phys.append(annihilator(S) @ g)
+        rate.append(np.linalg.pinv(S) @ g)
+    return _stack(phys), _stack(rate)
+
+
+def _stack(xs: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(xs) if xs else np.zeros(0)
+
+
+# ------------------------------------------------------------------ 50-digit linear algebra
+
+def _mp(a: np.ndarray) -> mpmath.matrix:
+    """Exact conversion of a float64 array (1-D → column) to an mp matrix."""
+    a = np.asarray(a, dtype=float)
+    return mpmath.matrix(a.reshape(a.shape[0], -1).tolist()) if a.size else mpmath.matrix(
+        a.shape[0] if a.ndim else 0, 1)
+
+
+def _np(a: mpmath.matrix) -> np.ndarray:
+    return np.array([[float(a[i, j]) for j in range(a.cols)] for i in range(a.rows)])
+
+
+def _cols(A: mpmath.matrix, idx: list[int]) -> mpmath.matrix:
+    out = mpmath.matrix(A.rows, len(idx))
+    for n, j in enumerate(idx):
+        for i in range(A.rows):
+            out[i, n] = A[i, j]
+    return out
+
+
+def _rows(A: mpmath.matrix, idx: list[int]) -> mpmath.matrix:
+    return _cols(A.T, idx).T
+
+
+def _complement(V: mpmath.matrix) -> mpmath.matrix:
+    """Orthonormal basis (n × (n − r)) of the complement of the orthonormal columns V (n × r).
+
+    Householder QR of V (Golub & Van Loan 2013, §5.2); the complement is ``Q[:, r:]``.
+    """
+    n, r = V.rows, V.cols
+    A = V.copy()
+    vs = []
+    for j in range(r):
+        x = [A[i, j] for i in range(j, n)]
+        alpha = -mpmath.sign(x[0] or 1) * mpmath.sqrt(mpmath.fsum(xi * xi for xi in x))
+        w = [x[0] - alpha, *x[1:]]
+        ww = mpmath.fsum(wi * wi for wi in w)
+        vs.append((j, w, ww))
+        for c in range(j, r):
+            s = 2 * mpmath.fdot(w, [A[i, c] for i in range(j, n)]) / ww
+            for i in range(j, n):
+                A[i, c] -= s * w[i - j]
+    Z = mpmath.matrix(n, n - r)
+    for c in range(n - r):
+        Z[r + c, c] = 1
+    for j, w, ww in reversed(vs):
+        for c in range(n - r):
+            s = 2 * mpmath.fdot(w, [Z[i, c] for i in range(j, n)]) / ww
+            for i in range(j, n):
+                Z[i, c] -= s * w[i - j]
+    return Z
+
+
+@dataclass(frozen=True, eq=False)
+class NullSpace:
+    """Truncated SVD of the physical rows in 50 digits.
+
+    Attributes:
+        U, s, V: retained left/right singular vectors and singular values (mp).
+        Z: (nv_T, d) orthonormal null-space basis (mp); rank: retained rows.
+    """
+
+    U: mpmath.matrix
+    s: list
+    V: mpmath.matrix
+    Z: mpmath.matrix
+    rank: int
+
+
+def null_space(J: np.ndarray) -> NullSpace:
+    """Truncated SVD and null space of J (m × n) at ``mp.dps = DPS`` (module docstring)."""
+    m, n = J.shape
+    with mpmath.workdps(DPS):
+        Jm = _mp(J)
+        if m == 0:
+            return NullSpace(mpmath.matrix(0, 0), [], mpmath.matrix(n, 0),
+                             mpmath.eye(n), 0)
+        small_right = n <= m
+        G = Jm.T * Jm if small_right else Jm * Jm.T
+        lam, Q = mpmath.eigsy(G)
+        order = sorted(range(G.rows), key=lambda i: -lam[i])
+        lmax = lam[order[0]]
+        keep = [i for i in order if lam[i] > (SVD_RTOL ** 2) * lmax and lmax > 0]
+        s = [mpmath.sqrt(lam[i]) for i in keep]
+        r = len(keep)
+        Qk = _cols(Q, keep)
+        inv_s = mpmath.diag([1 / x for x in s]) if r else mpmath.matrix(0, 0)
+        if small_right:
+            V, U = Qk, (Jm * Qk * inv_s if r else mpmath.matrix(m, 0))
+            Z = _cols(Q, [i for i in order if i not in keep])
+        else:
+            U, V = Qk, (Jm.T * Qk * inv_s if r else mpmath.matrix(n, 0))
+            Z = _complement(V) if r else mpmath.eye(n)
+        return NullSpace(U, s, V, Z, r)
+
+
+@dataclass(frozen=True, eq=False)
+class KKTSolution:
+    """Reference solution at one state.
+
+    Attributes:
+        a: (nv_T,) tree accelerations a* [rad/s², m/s²] (rounded from 50 digits).
+        v: (nv,) the reference's own speeds v* for the given u.
+        rank: rank of the physical rows; velocity_residual: ‖J v*_T‖∞ in double.
+    """
+
+    a: np.ndarray
+    v: np.ndarray
+    rank: int
+    velocity_residual: float
+
+
+def solve(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, u: np.ndarray,
+          independent: np.ndarray, f: np.ndarray | None = None,
+          wrenches: tuple[Wrench, ...] = ()) -> KKTSolution:
+    """Reference forward dynamics at (q, u) with port efforts f and external wrenches.
+
+    Args:
+        q: (nq,) closed configuration; u: (n_u,) independent speeds of the v-indices
+            ``independent``; f: (n_act,) port efforts [N·m | N]; wrenches: world wrenches.
+
+    Raises:
+        ReferenceMismatch: the null space of the reference rows has a dimension other than
+            n_u, or the independent coordinates do not parametrize it.
+    """
+    k = dm.kin
+    nt = k.nv_tree
+    rows = cut_rows(dm, data, q)
+    ns = null_space(rows.J)
+    ind = [int(j) for j in independent]
+    if ns.Z.cols != len(ind):
+        raise ReferenceMismatch(
+            f"{k.record.source}: the cut-joint rows leave {ns.Z.cols} degrees of freedom, the "
+            f"partition has {len(ind)} independent speeds")
+    with mpmath.workdps(DPS):
+        Zf = mpmath.matrix(k.nv, ns.Z.cols)
+        KZ = _mp(rows.K) * ns.Z if rows.K.size else mpmath.matrix(0, ns.Z.cols)
+        for i in range(nt):
+            for c in range(ns.Z.cols):
+                Zf[i, c] = ns.Z[i, c]
+        for n, j in enumerate(rows.cut_cols):
+            for c in range(ns.Z.cols):
+                Zf[int(j), c] = KZ[n, c]
+        coef = mpmath.lu_solve(_rows(Zf, ind), _mp(np.asarray(u, dtype=float))) if ind else (
+            mpmath.matrix(0, 1))
+        v = _np(Zf * coef).ravel() if ind else np.zeros(k.nv)
+    tt = tree_terms(dm, data, q, v)
+    tau, coul = passive_efforts(dm, q, v)
+    tau = tau + coul
+    tau[:nt] -= tt.g
+    if wrenches:
+        tau += wrench_efforts(dm, q, wrenches)
+    if f is not None:
+        tau[ports(k).columns] += np.asarray(f, dtype=float)
+    gamma, _ = cut_drift(dm, data, q, v)
+    with mpmath.workdps(DPS):
+        M = _mp(tt.M)
+        a_p = mpmath.matrix(nt, 1)
+        if ns.rank:
+            y = ns.U.T * _mp(gamma)
+            for i in range(ns.rank):
+                y[i] = -y[i] / ns.s[i]
+            a_p = ns.V * y
+        Z = ns.Z
+        rhs = Z.T * (_mp(tau[:nt] - tt.h) - M * a_p)
+        if rows.cut_cols.size:
+            rhs += KZ.T * _mp(tau[rows.cut_cols])
+        a = a_p
+        if Z.cols:
+            a = a_p + Z * mpmath.lu_solve(Z.T * M * Z, rhs)
+        a_star = _np(a).ravel()
+    return KKTSolution(a_star, v, ns.rank, float(np.abs(rows.J @ v[:nt]).max(initial=0.0)))

@@ -1,0 +1,247 @@
+"""Reference forward dynamics: maximal-coordinate Newton–Euler from the record (DESIGN.md §6).
+
+No tree, no lift, no closure Jacobian: every non-fixed body is a free rigid body and every
+record joint (tree or cut alike) is a set of constraint rows between its two bodies.
+
+**Unknowns** per body i: ``x_i = [ω̇_i; a_i]`` — world angular acceleration and centre-of-
+mass acceleration (world axes) [rad/s², m/s²]. Newton–Euler about the COM (Featherstone
+2008 §2.15): ``I_w ω̇ + ω × I_w ω = n``, ``m a = f``, ``I_w = R I Rᵀ``.
+
+**Joint rows.** Joint j = (b, c) with frames ``Jb = T_b A_j`` and ``Jc = T_c B_j`` (record
+attachment frames). With ``p`` the origin of Jc, ``r_i = p − c_i`` and the rigid velocity
+fields ``v_i(p) = v_ci + ω_i × r_i``, the relative twist of Jc w.r.t. body b written in
+Jc is ``V_rel = R̄ᵀ [ω_c − ω_b; v_c(p) − v_b(p)]`` (``R̄ = diag(R_Jc, R_Jc)``), and the joint
+allows ``V_rel = S_j(q_j) q̇_j``. The constraint rows are the annihilator ``P_j`` of S_j
+(``P_j V_rel = 0``). Differentiating ``R̄ᵀ y`` (``d/dt R_Jcᵀ y = R_Jcᵀ(ẏ − ω_c × y)``) with p
+moving with body c:
+
+    V̇_rel = R̄ᵀ [ω̇_c − ω̇_b; a_c(p) − a_b(p)] + β,
+    β = R̄ᵀ [−ω_c × Δω; ω_c × (ω_c × r_c) − ω_b × (ω_b × r_b) − (ω_b + ω_c) × Δv],
+
+``a_i(p) = a_ci + ω̇_i × r_i + ω_i × (ω_i × r_i)`` minus its velocity product (kept in β),
+``Δω = ω_c − ω_b``, ``Δv = v_c(p) − v_b(p)``. With ``Ṗ V_rel = −P Ṡ q̇`` (from ``P S = 0``)
+the rows are ``P R̄ᵀ [D_c x_c − D_b x_b] = −P (β − Ṡ q̇)``, ``D_i = [I 0; −[r_i]× I]``.
+
+**Loads.** Joint efforts τ_j (damping, Coulomb friction, springs, constant joint efforts,
+actuator port efforts, drag) act on the two bodies as equal and opposite wrenches along the
+motion subspace: the generalized body force is ``k_jᵀ τ_j`` with ``q̇_j = k_j ν`` (ν: the body
+velocities), ``k_j = S⁺ R̄ᵀ [−D_b, D_c]`` (so the pair does power τ_jᵀ q̇_j and no other).
+Armature and reflected rotor inertia α_j add ``α_j k_jᵀ k_j`` to the mass matrix and
+``−α_j k_jᵀ κ_j`` to the force (``q̈_j = k_j x + κ_j``). Gravity ``m g`` at the COM,
+gyroscopic moments, point-to-point spring-dampers and external wrenches at body points.
+
+**Solve.** ``M x = F + Gᵀλ``, ``G x = −γ`` by the null-space method in double precision
+(SVD of G truncated at 1e-9 σ₁: the out-of-plane rows of planar loops are redundant).
+
+**State.** Body poses and velocities are evaluated from (q, v) by Pinocchio forward
+kinematics of the tree model; the joint coordinates q_j (for S_j(q_j) and springs) are read
+from q. The implied accelerations of the reduced solution are the Pinocchio frame
+accelerations for ``(q, v, a = E u̇ + Ė u)`` (:meth:`NewtonEuler.implied`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from rbc.ir import spatial as sp
+from rbc.ir.record import JointEffort, SpringForce
+from rbc.model.dynamics import DynamicsModel, Wrench
+from rbc.model.tree import _tensor
+from rbc.verify.kkt50 import annihilator
+
+#: Singular values of G above this fraction of σ₁ are retained (as the 50-digit reference).
+SVD_RTOL = 1e-9
+LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+
+
+@dataclass(frozen=True)
+class BodyState:
+    """World pose and motion of one body: R (3, 3), com (3,), omega (3,), vcom (3,)."""
+
+    R: np.ndarray
+    com: np.ndarray
+    omega: np.ndarray
+    vcom: np.ndarray
+
+
+@dataclass(eq=False)
+class NewtonEuler:
+    """The maximal-coordinate model of a record (free bodies, joint constraint rows)."""
+
+    dm: DynamicsModel
+    data: pin.Data
+    moving: tuple[int, ...]
+
+    @classmethod
+    def build(cls, dm: DynamicsModel) -> NewtonEuler:
+        rec = dm.kin.record
+        moving = tuple(i for i, b in enumerate(rec.bodies) if b.kind != "fixed")
+        return cls(dm, dm.tree.model.createData(), moving)
+
+    # ------------------------------------------------------------------ state
+    def _fk(self, q: np.ndarray, v: np.ndarray, a: np.ndarray | None = None) -> None:
+        t, k = self.dm.tree, self.dm.kin
+        qp, vp = t.q_pin(q[: k.nq_tree]), t.v_pin(v[: k.nv_tree])
+        ap = t.v_pin(a[: k.nv_tree]) if a is not None else np.zeros(t.model.nv)
+        pin.forwardKinematics(t.model, self.data, qp, vp, ap)
+        pin.updateFramePlacements(t.model, self.data)
+
+    def _bodies(self) -> list[BodyState]:
+        t, rec = self.dm.tree, self.dm.kin.record
+        out = []
+        for i, body in enumerate(rec.bodies):
+            fid = int(t.body_frame[i])
+            T = self.data.oMf[fid]
+            c = T.act(np.array(body.com, dtype=float))
+            V = pin.getFrameVelocity(t.model, self.data, fid, LWA)
+            w = np.array(V.angular)
+            out.append(BodyState(np.array(T.rotation), c, w,
+                                 np.array(V.linear) + np.cross(w, c - T.translation)))
+        return out
+
+    def implied(self, q: np.ndarray, v: np.ndarray, a: np.ndarray) -> np.ndarray:
+        """Body accelerations (n_moving, 6) ``[ω̇; a_com]`` (world) of tree motion (q, v, a)."""
+        self._fk(q, v, a)
+        t, rec = self.dm.tree, self.dm.kin.record
+        out = np.zeros((len(self.moving), 6))
+        for n, i in enumerate(self.moving):
+            fid = int(t.body_frame[i])
+            T = self.data.oMf[fid]
+            r = T.rotation @ np.array(rec.bodies[i].com, dtype=float)
+            A = pin.getFrameClassicalAcceleration(t.model, self.data, fid, LWA)
+            V = pin.getFrameVelocity(t.model, self.data, fid, LWA)
+            wd, w = np.array(A.angular), np.array(V.angular)
+            out[n] = np.concatenate([wd, np.array(A.linear) + np.cross(wd, r)
+                                     + np.cross(w, np.cross(w, r))])
+        return out
+
+    # ------------------------------------------------------------------ the model
+    def accelerations(self, q: np.ndarray, v: np.ndarray, f: np.ndarray | None = None,
+                      wrenches: tuple[Wrench, ...] = ()) -> tuple[np.ndarray, float]:
+        """Reference body accelerations (n_moving, 6) and the velocity residual ‖G ν‖∞.
+
+        Args:
+            q: (nq,) closed configuration; v: (nv,) speeds (tree part used for the body
+                motion, joint coordinates' speeds re-derived from it); f: (n_act,) port
+                efforts; wrenches: external wrenches ``[n; f]`` (world axes) at body points.
+        """
+        k, rec = self.dm.kin, self.dm.kin.record
+        self._fk(q, v)
+        bs = self._bodies()
+        nb = len(self.moving)
+        col = {i: 6 * n for n, i in enumerate(self.moving)}
+        M = np.zeros((6 * nb, 6 * nb))
+        F = np.zeros(6 * nb)
+        nu = np.zeros(6 * nb)
+        g = np.array(rec.gravity, dtype=float)
+        for i, o in col.items():
+            b, s = rec.bodies[i], bs[i]
+            Iw = s.R @ _tensor(b.inertia) @ s.R.T
+            M[o: o + 3, o: o + 3] = Iw
+            M[o + 3: o + 6, o + 3: o + 6] = b.mass * np.eye(3)
+            F[o: o + 3] -= np.cross(s.omega, Iw @ s.omega)
+            F[o + 3: o + 6] += b.mass * g
+            nu[o: o + 6] = np.concatenate([s.omega, s.vcom])
+        bidx = rec.body_index()
+
+        def point_load(body: str, p: np.ndarray, force: np.ndarray, moment: np.ndarray) -> None:
+            i = bidx[body]
+            if i in col:
+                o = col[i]
+                F[o: o + 3] += moment + np.cross(p - bs[i].com, force)
+                F[o + 3: o + 6] += force
+
+        def point_motion(body: str, xyz) -> tuple[np.ndarray, np.ndarray]:
+            s = bs[bidx[body]]
+            T = self.data.oMf[int(self.dm.tree.body_frame[bidx[body]])]
+            p = T.act(np.array(xyz, dtype=float))
+            return p, s.vcom + np.cross(s.omega, p - s.com)
+
+        for w in wrenches:
+            p, _ = point_motion(w.body, w.point)
+            point_load(w.body, p, np.array(w.wrench[3:]), np.array(w.wrench[:3]))
+        efforts = {j.name: np.zeros(k.kinds[k.edge(j.name)].nv) for j in rec.joints}
+        for fo in rec.forces:
+            if isinstance(fo, SpringForce):
+                pa, va = point_motion(fo.a.body, fo.a.xyz)
+                pb, vb = point_motion(fo.b.body, fo.b.xyz)
+                length = float(np.linalg.norm(pb - pa))
+                n = (pb - pa) / length
+                tension = fo.stiffness * (length - fo.rest_length) + fo.damping * n @ (vb - va)
+                point_load(fo.a.body, pa, tension * n, np.zeros(3))
+                point_load(fo.b.body, pb, -tension * n, np.zeros(3))
+            elif isinstance(fo, JointEffort):
+                efforts[fo.joint] = efforts[fo.joint] + fo.value
+        armature = {j.name: j.armature for j in rec.joints}
+        acts = {a.joint: (a, i) for i, a in enumerate(rec.actuators)}
+        G_rows, gam = [], []
+        for j in rec.joints:
+            e = k.edge(j.name)
+            kind = k.kinds[e]
+            b, c = int(k.parent[e]), int(k.child[e])
+            T_Jc = self.data.oMf[int(self.dm.tree.body_frame[c])] * k.B[e]
+            p, Rc = T_Jc.translation, T_Jc.rotation
+            sb, sc = bs[b], bs[c]
+            rb, rc = p - sb.com, p - sc.com
+            dw = sc.omega - sb.omega
+            dv = (sc.vcom + np.cross(sc.omega, rc)) - (sb.vcom + np.cross(sb.omega, rb))
+            beta = np.concatenate([
+                Rc.T @ -np.cross(sc.omega, dw),
+                Rc.T @ (np.cross(sc.omega, np.cross(sc.omega, rc))
+                        - np.cross(sb.omega, np.cross(sb.omega, rb))
+                        - np.cross(sb.omega + sc.omega, dv))])
+            # (6, 6nb) map from body velocities/accelerations to the relative twist in Jc
+            Dm = np.zeros((6, 6 * nb))
+            for i, r, sgn in ((c, rc, 1.0), (b, rb, -1.0)):
+                if i in col:
+                    D = np.eye(6)
+                    D[3:, :3] = -sp.skew(r)
+                    Dm[:, col[i]: col[i] + 6] += sgn * np.kron(np.eye(2), Rc.T) @ D
+            qj = q[k.q_slice(e)]
+            S = kind.motion_subspace(qj)
+            P = annihilator(S)
+            qd = np.linalg.pinv(S) @ (Dm @ nu) if kind.nv else np.zeros(0)
+            bias = beta - kind.motion_subspace_rate(qj, qd)
+            G_rows.append(P @ Dm)
+            gam.append(P @ bias)
+            if not kind.nv:
+                continue
+            kj = np.linalg.pinv(S) @ Dm  # (nv_j, 6nb): q̇_j = k_j ν
+            tau = efforts[j.name] - j.damping * qd - j.friction * np.sign(qd)
+            if j.spring.stiffness and kind.nv == 1:
+                tau = tau - j.spring.stiffness * (qj - j.spring.rest)
+            alpha = armature[j.name]
+            if j.name in acts:
+                act, ia = acts[j.name]
+                tau = tau - act.viscous * qd - act.coulomb * np.sign(qd)
+                if f is not None:
+                    tau = tau + f[ia]
+                alpha += act.rotor_inertia * act.transmission.reduction ** 2
+            F += kj.T @ tau
+            if alpha:
+                kappa = np.linalg.pinv(S) @ bias
+                M += alpha * kj.T @ kj
+                F -= alpha * kj.T @ kappa
+        G = np.vstack(G_rows) if G_rows else np.zeros((0, 6 * nb))
+        gamma = np.concatenate(gam) if gam else np.zeros(0)
+        x = _null_space_solve(M, F, G, gamma)
+        return x.reshape(nb, 6), float(np.abs(G @ nu).max(initial=0.0))
+
+
+def _null_space_solve(M: np.ndarray, F: np.ndarray, G: np.ndarray, gamma: np.ndarray
+                      ) -> np.ndarray:
+    """x with ``G x = −γ`` (least squares, truncated SVD) and ``Zᵀ(M x − F) = 0``."""
+    n = M.shape[0]
+    if G.shape[0] == 0:
+        return np.linalg.solve(M, F)
+    U, s, Vt = np.linalg.svd(G, full_matrices=True)
+    r = int(np.sum(s > SVD_RTOL * s[0]))
+    x_p = -Vt[:r].T @ ((U[:, :r].T @ gamma) / s[:r])
+    Z = Vt[r:].T
+    if Z.shape[1] == 0:
+        return x_p
+    w = np.linalg.solve(Z.T @ M @ Z, Z.T @ (F - M @ x_p))
+    return x_p + Z @ w if n else x_p
