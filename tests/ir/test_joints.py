@@ -371,3 +371,14 @@ def test_motion_subspace_rate_is_the_derivative_of_S(case):
     Sdot = (kind.motion_subspace(kind.integrate(q, H * v))
             - kind.motion_subspace(kind.integrate(q, -H * v))) / (2 * H)
     np.testing.assert_allclose(kind.motion_subspace_rate(q, v), Sdot @ v, atol=FD_TOL)
+
+
+@pytest.mark.parametrize("name", ["revolute", "prismatic", "universal", "spherical"])
+def test_closed_form_maps_equal_pinocchio(name):
+    """The closed-form motion maps and subspaces equal Pinocchio's one-joint model."""
+    kind = jt.joint_kind(JOINTS[name])
+    rng = np.random.default_rng(SEED)
+    for _ in range(5):
+        q = kind.random(rng)
+        _same_motion(kind.motion(q), jt.JointKind.motion(kind, q))
+        np.testing.assert_allclose(kind.motion_subspace(q), kind._pinocchio_S(q), atol=1e-14)

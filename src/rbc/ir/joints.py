@@ -510,6 +510,26 @@ class Universal(JointKind):
     def pinocchio_model(self) -> pin.JointModel:
         return pin.JointModelUniversal(np.asarray(self.axes[0]), np.asarray(self.axes[1]))
 
+    def motion(self, q: np.ndarray) -> pin.SE3:
+        """``Rot(a1, θ1)·Rot(a2, θ2)`` in closed form, equal to Pinocchio's (tested)."""
+        a1, a2 = np.asarray(self.axes[0]), np.asarray(self.axes[1])
+        return pin.SE3(sp.exp3(a1 * float(q[0])) @ sp.exp3(a2 * float(q[1])), np.zeros(3))
+
+    def motion_subspace(self, q: np.ndarray) -> np.ndarray:
+        """``S = [[R2ᵀ a1, a2]; 0]`` with ``R2 = Rot(a2, θ2)``: ω in Jc (tested vs Pinocchio)."""
+        a1, a2 = np.asarray(self.axes[0]), np.asarray(self.axes[1])
+        S = np.zeros((6, 2))
+        S[:3, 0] = sp.exp3(a2 * float(q[1])).T @ a1
+        S[:3, 1] = a2
+        return S
+
+    def motion_subspace_rate(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """``Ṡ v = [−θ̇2 a2 × (R2ᵀ a1) θ̇1; 0]`` (since ``d/dt R2ᵀ = −θ̇2 â2 R2ᵀ``)."""
+        a1, a2 = np.asarray(self.axes[0]), np.asarray(self.axes[1])
+        out = np.zeros(6)
+        out[:3] = -float(v[1]) * float(v[0]) * (sp.skew(a2) @ (sp.exp3(a2 * float(q[1])).T @ a1))
+        return out
+
 
 @dataclass(frozen=True)
 class Planar(JointKind):

@@ -66,42 +66,77 @@ class TransformCache:
         return X
 
 
+def _cross_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise cross products of (n, 3) arrays (``np.cross`` without its axis handling,
+    which dominates at these sizes)."""
+    a0, a1, a2 = a[:, 0], a[:, 1], a[:, 2]
+    b0, b1, b2 = b[:, 0], b[:, 1], b[:, 2]
+    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=1)
+
+
+def _adjoint_columns(R: np.ndarray, p: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """Apply ``Ad(T_c)`` column by column: ``R`` (n, 3, 3), ``p`` (n, 3), ``X`` (6, n).
+
+    ``Ad(T) x = [R ω; p × (R ω) + R v]`` for ``x = [ω; v]`` (angular-first).
+    """
+    w = np.einsum("nij,jn->in", R, X[:3])
+    lin = np.einsum("nij,jn->in", R, X[3:]) + _cross_rows(p, w.T).T
+    return np.vstack([w, lin])
+
+
 @dataclass(frozen=True, eq=False)
 class ChordGeometry:
-    """One chord's closure geometry at a configuration q.
+    """One chord's closure geometry at a configuration q (arrays over its columns).
 
     Attributes:
         rho: (6,) residual ρ_e in frame b.
         jl: (6, 6) ``J_l(ρ_e)⁻¹``.
-        factors: per factor with coordinates ``(edge, G (6, nv_edge), sign, AdWB)``: G is
-            the raw column block ``±Ad(W_i) Ad(B_j) S_j`` (before J_l⁻¹); ``AdWB`` =
-            ``±Ad(W_i) Ad(B_j)`` for kinds whose S varies with q (else None).
+        cols: (n,) global v-indices of the columns the chord touches, in path order (an
+            index may repeat for loops through the world; callers add).
+        G: (6, n) raw columns ``±Ad(W_i) Ad(B_j) S_j`` (before J_l⁻¹), in frame b.
+        factor: (n,) factor position of each column (0 … n_factors−1).
+        n_factors: number of factors with coordinates.
+        varying: ``((edge, AdWB (6, 6)), …)`` for kinds whose S varies with q, with
+            ``AdWB = ±Ad(W_i) Ad(B_j)`` (for the Ṡ v term).
     """
 
     rho: np.ndarray
     jl: np.ndarray
-    factors: tuple[tuple[int, np.ndarray, float, np.ndarray | None], ...]
+    cols: np.ndarray
+    G: np.ndarray
+    factor: np.ndarray
+    n_factors: int
+    varying: tuple[tuple[int, np.ndarray], ...]
 
-    def blocks(self) -> list[tuple[int, np.ndarray]]:
-        """Jacobian blocks ``(edge, J_l⁻¹ G)``; an edge may appear twice (callers add)."""
-        return [(k, self.jl @ G) for k, G, _, _ in self.factors]
+    def blocks(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(cols (n,), J_l⁻¹ G (6, n))``: the chord's Jacobian columns."""
+        return self.cols, self.jl @ self.G
 
     def velocity_product(self, model: CompiledModel, q: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """``Ċ_e v`` (6,) = ``J_l⁻¹ Σ_i [ad(Σ_{k<i} η_k) η_i + AdWB_i Ṡ_i v_i]``."""
-        vel = np.zeros(6)
-        acc = np.zeros(6)
-        for k, G, _, AdWB in self.factors:
-            vk = v[model.v_slice(k)]
-            eta = G @ vk
-            acc += sp.ad(vel) @ eta
-            if AdWB is not None:
-                acc += AdWB @ model.kinds[k].motion_subspace_rate(q[model.q_slice(k)], vk)
-            vel += eta
+        """``Ċ_e v`` (6,) = ``J_l⁻¹ Σ_i [ad(Σ_{k<i} η_k) η_i + AdWB_i Ṡ_i v_i]``.
+
+        ``ad(V) η = [ω_V × ω_η; v_V × ω_η + ω_V × v_η]`` evaluated for all factors at once.
+        """
+        eta = np.zeros((self.n_factors, 6))
+        np.add.at(eta, self.factor, (self.G * v[self.cols]).T)
+        before = np.cumsum(eta, axis=0) - eta
+        w, lin = before[:, :3], before[:, 3:]
+        acc = np.concatenate([
+            _cross_rows(w, eta[:, :3]).sum(axis=0),
+            (_cross_rows(lin, eta[:, :3]) + _cross_rows(w, eta[:, 3:])).sum(axis=0),
+        ])
+        for k, AdWB in self.varying:
+            acc += AdWB @ model.kinds[k].motion_subspace_rate(q[model.q_slice(k)],
+                                                             v[model.v_slice(k)])
         return self.jl @ acc
 
 
 def chord_geometry(model: CompiledModel, i: int, cache: TransformCache) -> ChordGeometry:
-    """Residual, J_l⁻¹ and raw Jacobian blocks of chord ``i`` (one pass over its path).
+    """Residual, J_l⁻¹ and raw Jacobian columns of chord ``i`` (one pass over its path).
+
+    The prefix transforms ``W_i`` are composed factor by factor (SE(3) products); the
+    adjoint action on the constant columns ``Ad(B_j) S_j`` is then applied to all columns
+    in one vectorized step.
 
     Args:
         model: compiled model.
@@ -110,20 +145,32 @@ def chord_geometry(model: CompiledModel, i: int, cache: TransformCache) -> Chord
     """
     q = cache.q
     W = pin.SE3.Identity()
-    factors = []
+    Rs, ps, blocks, cols, factor, varying = [], [], [], [], [], []
+    n = 0
     for k, s in (*model.paths[i], (model.chord_edges[i], 0)):
         kind = model.kinds[k]
         if s > 0:
             W = W * cache.X(k)
         if kind.nv:
             sgn = 1.0 if s > 0 else -1.0
-            AdWB = sgn * (sp.adjoint(W) @ model.AdB[k])
-            G = AdWB @ kind.motion_subspace(q[model.q_slice(k)])
-            factors.append((k, G, sgn, None if kind.constant_S else AdWB))
+            BS = model.AdB[k] @ kind.motion_subspace(q[model.q_slice(k)])
+            Rs += [W.rotation] * kind.nv
+            ps += [W.translation] * kind.nv
+            blocks.append(sgn * BS)
+            sl = model.v_slice(k)
+            cols.extend(range(sl.start, sl.stop))
+            factor += [n] * kind.nv
+            if not kind.constant_S:
+                varying.append((k, sgn * (sp.adjoint(W) @ model.AdB[k])))
+            n += 1
         if s < 0:
             W = W * cache.X(k).inverse()
     delta = W * cache.X(model.chord_edges[i]).inverse()
-    return ChordGeometry(sp.log6(delta), sp.left_jacobian_inverse(delta), tuple(factors))
+    G = (_adjoint_columns(np.array(Rs), np.array(ps), np.hstack(blocks)) if blocks
+         else np.zeros((6, 0)))
+    return ChordGeometry(sp.log6(delta), sp.left_jacobian_inverse(delta),
+                         np.array(cols, dtype=np.int64), G, np.array(factor, dtype=np.int64), n,
+                         tuple(varying))
 
 
 def chord_terms(
@@ -132,8 +179,8 @@ def chord_terms(
     """Residual, Jacobian blocks and velocity product of chord ``i``.
 
     Returns:
-        ``(ρ (6,), [(edge, block (6, nv_edge)) …], Ċv (6,) or None)``, all in frame b,
-        angular-first; blocks include J_l(ρ)⁻¹.
+        ``(ρ (6,), (cols (n,), J (6, n)), Ċv (6,) or None)``, all in frame b, angular-first;
+        J includes J_l(ρ)⁻¹ and its columns are the global v-indices ``cols`` (repeats add).
     """
     geo = chord_geometry(model, i, cache)
     cv = geo.velocity_product(model, cache.q, v) if v is not None else None
@@ -200,8 +247,8 @@ def closure_geometry(model: CompiledModel, q: np.ndarray) -> ClosureGeometry:
         geos.append(geo)
         rows = slice(6 * i, 6 * i + 6)
         rho[rows] = geo.rho
-        for k, G in geo.blocks():
-            C[rows, model.v_slice(k)] += G
+        cols, J = geo.blocks()
+        np.add.at(C[rows], (slice(None), cols), J)
     base = 6 * model.n_chords
     for c, terms in enumerate(model.coupling_rows):
         rho[base + c] = coupling_value(model, c, q)
@@ -261,16 +308,13 @@ def local_jacobian(
     rho, C = np.zeros(m), np.zeros((m, len(cols)))
     cv = np.zeros(m) if v is not None else None
     for n, i in enumerate(chords):
-        r, blocks, acc = chord_terms(model, i, cache, v)
+        r, (gcols, J), acc = chord_terms(model, i, cache, v)
         rows = slice(6 * n, 6 * n + 6)
         rho[rows] = r
         if cv is not None:
             cv[rows] = acc
-        for k, G in blocks:
-            sl = model.v_slice(k)
-            for c, j in enumerate(range(sl.start, sl.stop)):
-                if j in local:
-                    C[rows, local[j]] += G[:, c]
+        keep = [c for c, j in enumerate(gcols) if int(j) in local]
+        np.add.at(C[rows], (slice(None), [local[int(gcols[c])] for c in keep]), J[:, keep])
     for n, c in enumerate(couplings):
         row = 6 * len(chords) + n
         rho[row] = coupling_value(model, c, q)
