@@ -167,3 +167,14 @@ def test_nearly_singular_partition_triggers_a_logged_reconfiguration():
     # the requested motion is kept: the new u is the old motion's independent speeds
     assert np.allclose(state.u, v_expected[state.partition.independent])
     assert np.abs(kin.residual(model, state.q)).max() <= CLOSURE_TOL
+
+
+def test_long_motions_do_not_exhaust_a_global_iteration_budget():
+    """Newton's cap is per call: a state that has run many steps keeps stepping."""
+    model, part = compiled("fourbar")
+    state = ClosureState(model, part, part.q_ref.copy())
+    u = np.array([0.5])
+    for _ in range(400):  # ~2 iterations per step: far past any 300-iteration total
+        state.step(u, 1e-3)
+    assert state.stats.iterations > 300
+    assert np.abs(kin.residual(model, state.q)).max() <= CLOSURE_TOL
