@@ -18,11 +18,13 @@ from rbc.cli import verify as _verify  # noqa: F401
 from rbc.cli.app import app
 from rbc.cli.bench import bench_app
 from rbc.cli.import_ import import_app
+from rbc.cli.policy import app as policy_app
 from rbc.cli.walk import app as walk_app
 from rbc.errors import RbcError
 
 app.add_typer(bench_app, name="bench")
 app.add_typer(import_app, name="import")
+app.add_typer(policy_app, name="policy")
 app.add_typer(walk_app, name="walk")
 
 
