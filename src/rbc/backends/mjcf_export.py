@@ -39,8 +39,10 @@ Mapping (sources: MuJoCo XML reference, https://mujoco.readthedocs.io/en/stable/
 
   The revolute pair has one redundant row (along the axis); MuJoCo's regularized
   constraint solver handles it. ``L`` is the partition's length scale.
-  The auxiliary-body mapping is exact in kinematics; its dofs carry only the armature
-  ``ε = AUX_ARMATURE_RATIO × mean tree armature-free diagonal`` so the dynamics differ by O(ε).
+  The auxiliary-body mapping is exact in kinematics; the auxiliary body carries the mass
+  ``AUX_MASS_RATIO × total mass`` (MuJoCo needs mass on moving bodies) and its dofs the
+  armature ``ε = AUX_ARMATURE_RATIO × mean diagonal of M_T``, so the dynamics differ by
+  O(1e-9) relative.
 * **solref** = ``(2·timestep, 1)``: MuJoCo's stiffest stable time constant (it clamps
   timeconst below 2·timestep) and critical damping. MuJoCo's reference acceleration is
   divided by the constraint's effective mass, so the rule is mass-scale free;
@@ -77,6 +79,10 @@ DEFAULT_TIMESTEP = 1e-3
 AUX_ARMATURE_RATIO = 1e-9
 #: Thickness [m] of a support box (records give a 2-D patch).
 SUPPORT_HALF_THICKNESS = 5e-4
+#: Auxiliary cut bodies must carry mass (MuJoCo rejects moving bodies lighter than
+#: mjMINVAL = 1e-15): this fraction of the record's total mass, with inertia m·L², changes
+#: the tree's M by ~1e-12 relative — below the 1e-10 readback limit.
+AUX_MASS_RATIO = 1e-12
 SOLIMP = (0.99, 0.999, 0.001)
 
 
@@ -401,6 +407,10 @@ def _cuts(model: CompiledModel, partition: Partition, root: etree._Element,
             mjs = mj_joints(model, k, j)  # raises for helical
             body = etree.SubElement(eb, "body", name=f"{name}.cut")
             _pose_attrs(body, A)
+            m_aux = AUX_MASS_RATIO * max(sum(x.mass for x in model.record.bodies), 1.0)
+            i_aux = m_aux * max(length, 1e-3) ** 2
+            etree.SubElement(body, "inertial", pos="0 0 0", mass=fmt(m_aux),
+                             diaginertia=vec([i_aux] * 3))
             for mj in mjs:
                 jel = etree.SubElement(body, "joint", name=mj.name, type=mj.type,
                                        armature=fmt(eps))
