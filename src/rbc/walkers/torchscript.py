@@ -214,7 +214,7 @@ class _RestrictedUnpickler(pickle.Unpickler):
         if module == "torch" and name in _STORAGE_DTYPES:
             return _StorageType(name, _STORAGE_DTYPES[name])
         qual = f"{module}.{name}"
-        if module.startswith("__torch__") and _QUALNAME.match(qual):
+        if module.startswith("__torch__.") and not name.startswith("_") and _QUALNAME.match(qual):
             return _record_type(qual)
         raise UnsafePickleError(
             self._file, f"{self._prefix}data.pkl",
