@@ -8,14 +8,24 @@ import pinocchio as pin
 import pytest
 import yaml
 
-from rbc.backends.pinocchio import (PinocchioExportError, constraint_dynamics, load,
-                                    pinocchio_model, write_pinocchio)
+from rbc.backends.pinocchio import (
+    PinocchioExportError,
+    constraint_dynamics,
+    load,
+    pinocchio_model,
+    write_pinocchio,
+)
 from rbc.bench.dynamics import sample_states
 from rbc.cli.main import main
 from rbc.compiler import compile_to_file
 from rbc.model.compiled import CompiledModel
-from rbc.model.dynamics import (DynamicsData, DynamicsModel, forward_dynamics, reduced_terms,
-                                tree_acceleration)
+from rbc.model.dynamics import (
+    DynamicsData,
+    DynamicsModel,
+    forward_dynamics,
+    reduced_terms,
+    tree_acceleration,
+)
 from rbc.verify.export_readback import pinocchio_readback
 from tests.conftest import RECORDS
 
@@ -78,8 +88,9 @@ def test_files_and_urdf_readback(bundles, capsys):
 def test_unsupported_cut_is_rejected_without_output(bundles, capsys):
     tmp, _ = bundles
     rec = tmp / "pcut.yaml"
+    head = "  - name: P\n    type: prismatic\n"
     rec.write_text((RECORDS / "slider_crank.yaml").read_text().replace(
-        "  - name: P\n    type: prismatic\n", "  - name: P\n    type: prismatic\n    cut: prefer\n"))
+        head, head + "    cut: prefer\n"))
     out = tmp / "pcut_pin"
     code = main(["compile", str(rec), "-o", str(tmp / "pcut.h5"), "--pinocchio", str(out)])
     assert code == 2 and "prismatic" in capsys.readouterr().err

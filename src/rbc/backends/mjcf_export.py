@@ -68,7 +68,7 @@ from rbc.errors import CompileError
 from rbc.ir import spatial as sp
 from rbc.ir.joints import joint_kind
 from rbc.ir.record import Joint, coordinate_names
-from rbc.model.compiled import CompiledModel, Partition
+from rbc.model.compiled import CompiledModel, Partition, _root_joint
 from rbc.model.tree import _tree_joint, build_tree
 
 #: Default integration step [s] written to ``<option timestep>``.
@@ -382,7 +382,6 @@ def _cuts(model: CompiledModel, partition: Partition, root: etree._Element,
         name = model.edge_names[k]
         j = next((x for x in model.record.joints if x.name == name), None)
         if j is None:  # a cut root edge (two fixed bodies in one component): a weld
-            from rbc.model.compiled import _root_joint
             j = _root_joint(name, model.edge_types[k])
         b, c = int(model.parent[k]), int(model.child[k])
         A, B = model.A[k], model.B[k]

@@ -26,8 +26,13 @@ import pinocchio as pin
 
 from rbc.backends.pinocchio import constraint_dynamics, pinocchio_model
 from rbc.model.compiled import CompiledModel
-from rbc.model.dynamics import (DynamicsData, DynamicsModel, forward_dynamics, reduced_terms,
-                                tree_acceleration)
+from rbc.model.dynamics import (
+    DynamicsData,
+    DynamicsModel,
+    forward_dynamics,
+    reduced_terms,
+    tree_acceleration,
+)
 from rbc.verify.checks import DEFAULT_SEED
 
 #: Standard deviation of the sampled independent speeds [rad/s or m/s] ("small").

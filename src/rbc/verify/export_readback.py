@@ -100,7 +100,8 @@ def mjcf_readback(model: CompiledModel, mjcf_path: str | Path,
         for mj in mjs:
             jid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, mj.name)
             if mj.axis is not None:
-                axis_err = max(axis_err, float(np.abs(m.jnt_axis[jid] - B.rotation @ mj.axis).max()))
+                d_axis = m.jnt_axis[jid] - B.rotation @ mj.axis
+                axis_err = max(axis_err, float(np.abs(d_axis).max()))
         vs = model.v_slice(k)
         P[dof0: dof0 + kind.nv, vs] = velocity_block(j, q_ref[model.q_slice(k)], B)
         pin_idx = tm.model.joints[int(tm.edge_joint[k])].idx_v
