@@ -72,7 +72,7 @@ def _random_net(rng, n_obs=5, H=4, widths=(6, 3), acts=("elu", "identity"), lstm
                         rng.normal(size=4 * H), rng.normal(size=4 * H))
         width = H
     layers = []
-    for w, a in zip(widths, acts):
+    for w, a in zip(widths, acts, strict=True):
         layers.append(DenseLayer(rng.normal(size=(w, width)), rng.normal(size=w), a, 0.7))
         width = w
     return PolicyNetwork(n_obs, width, blk, tuple(layers))

@@ -30,8 +30,11 @@ def import_(
     """Read FILE with a restricted unpickler (tensor records only) and write policy JSON."""
     from rbc.errors import UsageError
     from rbc.walkers.policy import ACTIVATIONS, PolicyNetwork, save_policy
-    from rbc.walkers.policy_contract import (ContractError, contract_from_deploy_config,
-                                             find_deploy_config)
+    from rbc.walkers.policy_contract import (
+        ContractError,
+        contract_from_deploy_config,
+        find_deploy_config,
+    )
     from rbc.walkers.torchscript import network_from_archive, read_torchscript
 
     if activation is not None and activation not in ACTIVATIONS:

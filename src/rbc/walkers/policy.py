@@ -259,7 +259,8 @@ def _matrix(file: str, path: str, value: Any, shape: tuple[int | None, ...]) -> 
     except (TypeError, ValueError):
         raise PolicyFormatError(file, path, "not a numeric array",
                                 expected=f"shape {_fmt_shape(shape)}") from None
-    if a.ndim != len(shape) or any(s is not None and s != n for s, n in zip(shape, a.shape)):
+    if a.ndim != len(shape) or any(
+            s is not None and s != n for s, n in zip(shape, a.shape, strict=True)):
         raise PolicyFormatError(file, path, f"shape {tuple(a.shape)} does not match",
                                 expected=f"shape {_fmt_shape(shape)}")
     if not np.all(np.isfinite(a)):
@@ -268,7 +269,8 @@ def _matrix(file: str, path: str, value: Any, shape: tuple[int | None, ...]) -> 
 
 
 def _fmt_shape(shape: tuple[int | None, ...]) -> str:
-    return "(" + ", ".join("*" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+    inner = ", ".join("*" if s is None else str(s) for s in shape)
+    return f"({inner},)" if len(shape) == 1 else f"({inner})"
 
 
 def _int(file: str, path: str, value: Any) -> int:

@@ -143,7 +143,8 @@ def _rebuild_tensor(storage: Any, offset: Any, size: Any, stride: Any, requires_
     """
     if not isinstance(storage, _Storage):
         raise pickle.UnpicklingError("tensor record without a storage")
-    ints = (offset, *size, *stride) if isinstance(size, tuple) and isinstance(stride, tuple) else None
+    ok = isinstance(size, tuple) and isinstance(stride, tuple)
+    ints = (offset, *size, *stride) if ok else None
     if ints is None or len(size) != len(stride) or not all(
             isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in ints):
         raise pickle.UnpicklingError("tensor record with invalid offset, size or stride")
@@ -151,13 +152,13 @@ def _rebuild_tensor(storage: Any, offset: Any, size: Any, stride: Any, requires_
     if 0 in size:
         out = np.zeros(size, dtype=flat.dtype)
     else:
-        last = offset + sum((n - 1) * s for n, s in zip(size, stride))
+        last = offset + sum((n - 1) * s for n, s in zip(size, stride, strict=True))
         if last >= flat.size:
             raise pickle.UnpicklingError(
                 f"tensor of size {size} stride {stride} offset {offset} overruns storage "
                 f"{storage.key} of {flat.size} elements")
         index = offset + sum(np.arange(n).reshape((-1,) + (1,) * (len(size) - 1 - d)) * s
-                             for d, (n, s) in enumerate(zip(size, stride)))
+                             for d, (n, s) in enumerate(zip(size, stride, strict=True)))
         out = flat[np.asarray(index, dtype=np.int64)]
     out = np.array(out, copy=True)
     out.setflags(write=False)
@@ -235,7 +236,8 @@ class _RestrictedUnpickler(pickle.Unpickler):
         try:
             info = self._zip.getinfo(member)
         except KeyError:
-            raise TorchScriptError(self._file, member, "storage missing from the archive") from None
+            raise TorchScriptError(self._file, member,
+                                   "storage missing from the archive") from None
         itemsize = np.dtype(stype.dtype).itemsize
         if info.file_size > MAX_STORAGE_BYTES or numel * itemsize > info.file_size:
             raise TorchScriptError(self._file, member,
@@ -318,7 +320,7 @@ def read_torchscript(path: str | Path) -> TorchArchive:
         archive = zipfile.ZipFile(io.BytesIO(raw))
     except zipfile.BadZipFile:
         raise TorchScriptError(file, "", "not a zip archive (TorchScript and torch.save "
-                                         "archives are zips; legacy pickles are not read)") from None
+                               "archives are zips; legacy pickles are not read)") from None
     with archive:
         pkls = [n for n in archive.namelist() if re.fullmatch(r"[^/]+/data\.pkl", n)]
         if len(pkls) != 1:
@@ -388,81 +390,71 @@ def network_from_archive(archive: TorchArchive, activation: str | None = None):
     f64 = {k: np.asarray(v, dtype=np.float64) for k, v in t.items()}
     lstm_prefixes = sorted(k[: -len("weight_ih_l0")] for k in t if k.endswith("weight_ih_l0"))
     if len(lstm_prefixes) > 1:
-        raise TorchScriptError(file, ", ".join(lstm_prefixes), "more than one LSTM is not supported")
+        raise TorchScriptError(file, ", ".join(lstm_prefixes),
+                               "more than one LSTM is not supported")
     lstm = None
     if lstm_prefixes:
-        p = lstm_prefixes[0]
-        extra = [k for k in t if k.startswith(p) and re.search(r"(_l[1-9]\d*|_reverse|weight_hr)", k)]
-        if extra:
-            raise TorchScriptError(file, extra[0], "stacked, bidirectional or projected LSTMs "
-                                                   "are not supported (one layer only)")
-        try:
-            lstm = LSTMBlock(f64[p + "weight_ih_l0"], f64[p + "weight_hh_l0"],
-                             f64[p + "bias_ih_l0"], f64[p + "bias_hh_l0"])
-        except KeyError as err:
-            raise TorchScriptError(file, str(err.args[0]), "LSTM tensor missing (a bias-free "
-                                                           "LSTM is not supported)") from None
-        H = lstm.hidden_size
-        if lstm.weight_ih.shape[0] != 4 * H or lstm.bias_ih.shape != (4 * H,) or lstm.bias_hh.shape != (4 * H,):
-            raise TorchScriptError(file, p + "weight_ih_l0", "LSTM tensor shapes are inconsistent")
+        lstm = _lstm_block(file, f64, lstm_prefixes[0], LSTMBlock)
 
     # the dense chain: Linear layers "<seq>.<k>.weight" with optional activation modules
-    seqs = sorted({m.group(1) for k in t if (m := re.fullmatch(r"(.*?)\.?(\d+)\.weight", k))
+    linear = re.compile(r"(?:(.*)\.)?(\d+)\.weight")
+    seqs = sorted({m.group(1) or "" for k in t if (m := linear.fullmatch(k))
                    and not k.startswith(tuple(lstm_prefixes))})
-    if not seqs:
-        raise TorchScriptError(file, "", "no Sequential of Linear layers ('<name>.<k>.weight') found")
     if len(seqs) > 1:
         seqs = [s for s in seqs if s == "actor"] or seqs
-        if len(seqs) > 1:
-            raise TorchScriptError(file, ", ".join(seqs),
-                                   "several Sequentials; expected one (or one named 'actor')")
+    if len(seqs) != 1:
+        raise TorchScriptError(file, ", ".join(seqs), "expected one Sequential of Linear "
+                               "layers ('<name>.<k>.weight'), or one named 'actor'")
     seq = seqs[0]
     dot = f"{seq}." if seq else ""
-    indices = sorted({int(m.group(1)) for k in t if (m := re.fullmatch(re.escape(dot) + r"(\d+)\.weight", k))})
-    child_classes = {int(k[len(dot):]): v for k, v in archive.classes.items()
-                     if k.startswith(dot) and k[len(dot):].isdigit()}
-    steps = sorted(set(indices) | set(child_classes))
-    layers: list[list] = []  # [weight, bias, activation, alpha]
-    for k in steps:
+    indices = {int(m.group(2)) for k in t
+               if (m := linear.fullmatch(k)) and (m.group(1) or "") == seq}
+    children = {int(k[len(dot):]): v for k, v in archive.classes.items()
+                if k.startswith(dot) and k[len(dot):].isdigit()}
+    layers: list[list] = []  # [name, weight, bias, activation, alpha]
+    for k in sorted(indices | set(children)):
         name = f"{dot}{k}"
-        cls = child_classes.get(k, "")
-        short = cls.rsplit(".", 1)[-1] if cls else ""
+        cls = children.get(k, "")
+        short = cls.rsplit(".", 1)[-1]
         if k in indices:
-            if short and short != "Linear":
+            if cls and short != "Linear":
                 raise TorchScriptError(file, name, f"module {cls} with a weight is not a Linear")
             if name + ".bias" not in f64:
-                raise TorchScriptError(file, name + ".bias", "bias-free Linear layers are not supported")
-            layers.append([f64[name + ".weight"], f64[name + ".bias"], "identity", 1.0])
+                raise TorchScriptError(file, name + ".bias",
+                                       "bias-free Linear layers are not supported")
+            layers.append([name, f64[name + ".weight"], f64[name + ".bias"], "identity", 1.0])
         elif short in _ACTIVATION_CLASSES:
-            if not layers or layers[-1][2] != "identity":
-                raise TorchScriptError(file, name, f"activation {short} does not follow a Linear layer")
-            layers[-1][2] = _ACTIVATION_CLASSES[short]
+            if not layers or layers[-1][3] != "identity":
+                raise TorchScriptError(file, name,
+                                       f"activation {short} does not follow a Linear layer")
+            layers[-1][3] = _ACTIVATION_CLASSES[short]
             if short == "ELU":
                 alpha = _class_constant(archive, cls, "alpha")
                 try:
-                    layers[-1][3] = float(alpha) if alpha is not None else 1.0
+                    layers[-1][4] = float(alpha) if alpha is not None else 1.0
                 except ValueError:
                     raise TorchScriptError(file, name, f"unreadable ELU alpha {alpha!r}") from None
         else:
             raise TorchScriptError(file, name, f"unsupported module {cls or '?'}; supported: "
-                                               "Linear, " + ", ".join(_ACTIVATION_CLASSES))
-    if not child_classes:  # a plain state dict: no module classes to read activations from
+                                   "Linear, " + ", ".join(_ACTIVATION_CLASSES))
+    hidden = [layer[3] for layer in layers[:-1]]
+    if not children:  # a plain state dict: no module classes to read activations from
         if activation is None:
-            raise TorchScriptError(file, seq or "", "a plain state dict does not name its "
+            raise TorchScriptError(file, seq, "a plain state dict does not name its "
                                    "activations; pass one of " + ", ".join(ACTIVATIONS))
         for layer in layers[:-1]:
-            layer[2] = activation
-    elif activation is not None and any(layer[2] != activation for layer in layers[:-1]):
-        raise TorchScriptError(file, seq, f"the archive's activations "
-                               f"{[layer[2] for layer in layers[:-1]]} disagree with {activation!r}")
+            layer[3] = activation
+    elif activation is not None and any(a != activation for a in hidden):
+        raise TorchScriptError(file, seq,
+                               f"the archive's activations {hidden} disagree with {activation!r}")
 
-    dense = tuple(DenseLayer(w, b, act, a) for w, b, act, a in layers)
-    width = lstm.hidden_size if lstm is not None else dense[0].weight.shape[1]
-    for k, layer in enumerate(dense):
-        if layer.weight.ndim != 2 or layer.weight.shape[1] != width or layer.bias.shape != (layer.weight.shape[0],):
-            raise TorchScriptError(file, f"{dot}{steps[k] if k < len(steps) else k}.weight",
-                                   f"shape {layer.weight.shape} does not take {width} inputs")
-        width = layer.weight.shape[0]
+    width = lstm.hidden_size if lstm is not None else layers[0][1].shape[1]
+    for name, w, b, _, _ in layers:
+        if w.ndim != 2 or w.shape[1] != width or b.shape != (w.shape[0],):
+            raise TorchScriptError(file, name + ".weight", f"shape {w.shape} (bias {b.shape}) "
+                                   f"does not take {width} inputs")
+        width = w.shape[0]
+    dense = tuple(DenseLayer(w, b, act, a) for _, w, b, act, a in layers)
     n_obs = lstm.input_size if lstm is not None else dense[0].weight.shape[1]
     state = {k: float(np.max(np.abs(v))) if v.size else 0.0 for k, v in f64.items()
              if k in ("hidden_state", "cell_state")}
@@ -474,3 +466,25 @@ def network_from_archive(archive: TorchArchive, activation: str | None = None):
         "stored_state_max_abs": state,  # the exporter's h/c buffers; the runner starts at 0
     }
     return PolicyNetwork(int(n_obs), int(width), lstm, dense, None, source)
+
+
+def _lstm_block(file: str, f64: dict[str, np.ndarray], p: str, block_type: type):
+    """The single-layer LSTM under prefix ``p`` (``memory.`` in rsl_rl exports)."""
+    extra = [k for k in f64 if k.startswith(p)
+             and re.search(r"(_l[1-9]\d*|_reverse|weight_hr)", k)]
+    if extra:
+        raise TorchScriptError(file, extra[0], "stacked, bidirectional or projected LSTMs "
+                                               "are not supported (one layer only)")
+    try:
+        block = block_type(f64[p + "weight_ih_l0"], f64[p + "weight_hh_l0"],
+                           f64[p + "bias_ih_l0"], f64[p + "bias_hh_l0"])
+    except KeyError as err:
+        raise TorchScriptError(file, str(err.args[0]), "LSTM tensor missing (a bias-free "
+                                                       "LSTM is not supported)") from None
+    H4 = 4 * block.weight_hh.shape[1] if block.weight_hh.ndim == 2 else -1
+    if (block.weight_ih.ndim != 2 or block.weight_ih.shape[0] != H4
+            or block.weight_hh.shape[0] != H4 or block.bias_ih.shape != (H4,)
+            or block.bias_hh.shape != (H4,)):
+        raise TorchScriptError(file, p + "weight_ih_l0",
+                               "LSTM tensor shapes are inconsistent (expected 4H rows)")
+    return block
