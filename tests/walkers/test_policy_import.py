@@ -262,3 +262,60 @@ def test_contract_missing_field(tmp_path, capsys, shared):
     assert main(["policy", "import", str(pt), "-o", str(tmp_path / "x.json"),
                  "--config", str(p)]) == 2
     assert "g1.yaml: action_scale: missing field" in capsys.readouterr().err
+
+
+def _record(qualname: str, attrs: bytes) -> bytes:
+    """A TorchScript module object: GLOBAL cls, NEWOBJ(), BUILD {attrs}."""
+    module, name = qualname.rsplit(".", 1)
+    return _g(module, name) + b")\x81}(" + attrs + b"ub"
+
+
+def _scripted_mlp(tmp_path, act_class: str, code: str | None):
+    """A TorchScript-style graph: root record → Sequential(Linear, <act>, Linear)."""
+    rng = np.random.default_rng(4)
+    W0, b0 = rng.normal(size=(3, 2)).astype("f4"), rng.normal(size=3).astype("f4")
+    W1, b1 = rng.normal(size=(1, 3)).astype("f4"), rng.normal(size=1).astype("f4")
+    lin = "__torch__.torch.nn.modules.linear.Linear"
+    seq = _record("__torch__.torch.nn.modules.container.Sequential",
+                  _s("training") + b"\x89"
+                  + _s("0") + _record(lin, _s("weight") + _tensor("0", 6, (3, 2), (2, 1))
+                                      + _s("bias") + _tensor("1", 3, (3,), (1,)))
+                  + _s("1") + _record(act_class, _s("training") + b"\x89")
+                  + _s("2") + _record(lin, _s("weight") + _tensor("2", 3, (1, 3), (3, 1))
+                                      + _s("bias") + _tensor("3", 1, (1,), (1,))))
+    pkl = b"\x80\x02" + _record("__torch__.my.Policy", _s("actor") + seq) + b"."
+    pt = tmp_path / "scripted.pt"
+    _archive(pt, pkl, {"0": W0.ravel(), "1": b0, "2": W1.ravel(), "3": b1})
+    if code is not None:
+        with zipfile.ZipFile(pt, "a") as z:
+            z.writestr("archive/code/" + act_class.rsplit(".", 1)[0].replace(".", "/") + ".py",
+                       code)
+    return pt, (W0.astype(float), b0.astype(float), W1.astype(float), b1.astype(float))
+
+
+def test_scripted_records_and_elu_alpha_from_code(tmp_path):
+    code = ("class ELU(Module):\n  __parameters__ = []\n  alpha : Final[float] = 0.5\n"
+            "  inplace : Final[bool] = False\n")
+    pt, (W0, b0, W1, b1) = _scripted_mlp(
+        tmp_path, "__torch__.torch.nn.modules.activation.ELU", code)
+    js = tmp_path / "s.json"
+    assert main(["policy", "import", str(pt), "-o", str(js)]) == 0
+    net = load_policy(js)
+    assert [(x.activation, x.alpha) for x in net.layers] == [("elu", 0.5), ("identity", 1.0)]
+    assert net.source["root_class"] == "__torch__.my.Policy"
+    x = np.array([[-3.0, 0.4], [2.0, -1.0]])
+    z = x @ W0.T + b0
+    want = np.where(z > 0, z, 0.5 * np.expm1(z)) @ W1.T + b1
+    np.savez(tmp_path / "o.npz", observations=x)
+    assert main(["policy", "eval", str(js), "--observations", str(tmp_path / "o.npz"),
+                 "-o", str(tmp_path / "a.npz")]) == 0
+    # six-decimal weights through a 3-term sum and ELU (slope ≤ 1): ≲ 1e-5
+    np.testing.assert_allclose(np.load(tmp_path / "a.npz")["actions"], want, atol=1e-5)
+
+
+def test_unsupported_module_is_named(tmp_path, capsys):
+    pt, _ = _scripted_mlp(tmp_path, "__torch__.torch.nn.modules.dropout.Dropout", None)
+    assert main(["policy", "import", str(pt), "-o", str(tmp_path / "x.json")]) == 2
+    err = capsys.readouterr().err
+    assert "actor.1: unsupported module __torch__.torch.nn.modules.dropout.Dropout" in err
+    assert "supported: Linear, ELU, ReLU, Tanh, Identity" in err
