@@ -23,6 +23,11 @@ def verify_command(
     seed: Annotated[int, typer.Option(help="Sampling seed.")] = 20260927,
     partition: Annotated[str | None, typer.Option(
         "--partition", help="Stored partition to check (default: `default`).")] = None,
+    dynamics: Annotated[bool, typer.Option(
+        "--dynamics", help="Also check the reduced dynamics against the 50-digit KKT, "
+        "Pinocchio and Newton–Euler references (docs/dynamics.md).")] = False,
+    dynamics_samples: Annotated[int, typer.Option(
+        min=1, help="States per dynamics set (sets A and B).")] = 48,
 ) -> None:
     """Check closure, closure Jacobian, lift, curvature and rank against FD references."""
     from rbc.model.compiled import CompiledModel
@@ -37,6 +42,12 @@ def verify_command(
                             total=work_units(samples))
         checks = run_kinematic_checks(model, part, samples=samples, seed=seed,
                                       progress=lambda n: bar.advance(task, n))
+        if dynamics:
+            from rbc.verify import dynamics as dyn
+
+            dtask = bar.add_task("dynamics", total=dyn.work_units(dynamics_samples))
+            checks += dyn.run_dynamic_checks(model, part, samples=dynamics_samples, seed=seed,
+                                             progress=lambda n: bar.advance(dtask, n))
     doc = report(str(bundle), checks)
     if json_file is not None:
         json_file.write_text(json.dumps(doc, indent=2) + "\n")
