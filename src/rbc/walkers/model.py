@@ -203,3 +203,32 @@ def angular_momentum(
     r = mass_positions(model, q) + p - about
     v = mass_velocities(model, q, qd) + pd
     return float(model.m @ (r[:, 1] * v[:, 0] - r[:, 0] * v[:, 1]) + model.I @ qd)
+
+
+class FusedTerms:
+    """``D(q)`` and ``-(H(q, qd) + G(q))`` from one ``sin`` call (hot paths).
+
+    The (2, n, n+1) array ``sin(q_i - q_j + [pi/2, 0])`` holds ``cos`` and ``sin`` of all
+    angle differences; the last column is ``q_n := -alpha`` so gravity rides in the same
+    call (docs/walkers.md §2). Same equations as :func:`mass_matrix`, :func:`centrifugal`
+    and :func:`gravity`.
+
+    Args:
+        model: the walker. alpha: slope [rad].
+    """
+
+    def __init__(self, model: WalkerModel, alpha: float) -> None:
+        n = model.n
+        self.n = n
+        self.M, self.diagI = np.array(model.M), np.diag(model.I)
+        self.off2 = np.array([np.pi / 2, 0.0])[:, None, None]
+        self.qa, self.va = np.append(np.zeros(n), -alpha), np.append(np.zeros(n), 1.0)
+        self.Mg = np.hstack([-np.array(model.M), (model.g * model.w)[:, None]])
+
+    def __call__(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(D (n, n) [kg m^2], -(H + G) (n,) [N m])``."""
+        n, qa, va = self.n, self.qa, self.va
+        qa[:n] = q
+        va[:n] = qd * qd
+        T = np.sin((q[:, None] - qa) + self.off2)
+        return self.M * T[0, :, :n] + self.diagI, (self.Mg * T[1]) @ va

@@ -101,37 +101,24 @@ def make_guard(model: WalkerModel, foot: str = "swing_foot"):
     return guard
 
 
-def make_watch(model: WalkerModel, alpha: float):
-    """Fall detector: hip below half the leg length, phase rate <= 0 (backward fall),
-    non-positive stance normal force (liftoff), stance slip, joint limits."""
+def make_posture_watch(model: WalkerModel):
+    """Posture part of the fall detector: ``watch(q, qd) -> reason or None`` for the hip
+    below half the leg length, phase rate <= 0 (backward fall) and joint limits."""
     leg = float(model.params.get("leg_length", 1.0))
     c = phase_coefficients(model)
-    n = model.n
     hip = model.points["hip"]
-    mgx, mgy = model.m_total * model.g * np.sin(alpha), -model.m_total * model.g * np.cos(alpha)
-    w = model.w
     lim = model.limits
     pa, ch = lim[:, 0].astype(int), lim[:, 1].astype(int)
     lo, hi = lim[:, 2], lim[:, 3]
     half = 0.5 * leg
-    mu = model.mu
 
-    def watch(x: np.ndarray, xd: np.ndarray, u: np.ndarray) -> str | None:
-        q, qd, qdd = x[:n], x[n:], xd[n:]
-        co = np.cos(q)
-        if hip @ co < half:
+    def posture(q: np.ndarray, qd: np.ndarray) -> str | None:
+        if hip @ np.cos(q) < half:
             hx = hip @ np.sin(q)
             return "forward fall: hip below half leg length" if hx > 0 else (
                 "backward fall: hip below half leg length")
         if c @ qd <= 0.0:
             return "backward fall: phase variable stopped increasing"
-        # stance reaction F = sum_k m_k cdd_k - m_tot g_t, cdd_k = sum_j A_kj (v qdd - u qd^2)
-        wc, ws, qd2 = w * co, w * np.sin(q), qd * qd
-        Fy = -(ws @ qdd) - wc @ qd2 - mgy
-        if Fy <= 0.0:
-            return "liftoff: stance foot normal force <= 0"
-        if abs(wc @ qdd - ws @ qd2 - mgx) > mu * Fy:
-            return "slip: stance force outside the friction cone"
         if len(lim):
             rel = q[ch] - q[pa]
             bad = (rel < lo) | (rel > hi)
@@ -139,6 +126,32 @@ def make_watch(model: WalkerModel, alpha: float):
                 k = int(np.argmax(bad))
                 return (f"joint limit: {model.coords[ch[k]]} - {model.coords[pa[k]]} = "
                         f"{rel[k]:.3f} rad outside [{lo[k]}, {hi[k]}]")
+        return None
+
+    return posture
+
+
+def make_watch(model: WalkerModel, alpha: float):
+    """Fall detector: the posture checks of :func:`make_posture_watch`, then a
+    non-positive stance normal force (liftoff) and stance slip."""
+    n = model.n
+    mgx, mgy = model.m_total * model.g * np.sin(alpha), -model.m_total * model.g * np.cos(alpha)
+    w = model.w
+    mu = model.mu
+    posture = make_posture_watch(model)
+
+    def watch(x: np.ndarray, xd: np.ndarray, u: np.ndarray) -> str | None:
+        q, qd, qdd = x[:n], x[n:], xd[n:]
+        why = posture(q, qd)
+        if why:
+            return why
+        # stance reaction F = sum_k m_k cdd_k - m_tot g_t, cdd_k = sum_j A_kj (v qdd - u qd^2)
+        wc, ws, qd2 = w * np.cos(q), w * np.sin(q), qd * qd
+        Fy = -(ws @ qdd) - wc @ qd2 - mgy
+        if Fy <= 0.0:
+            return "liftoff: stance foot normal force <= 0"
+        if abs(wc @ qdd - ws @ qd2 - mgx) > mu * Fy:
+            return "slip: stance force outside the friction cone"
         return None
 
     return watch
