@@ -24,7 +24,7 @@ from the dependent equations ``(S C_p)ᵀ λ = (M a + h − τ)_p`` (cut coordin
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pinocchio as pin
@@ -32,10 +32,11 @@ import scipy.linalg as sla
 
 from rbc.errors import RbcError
 from rbc.ir.record import JointEffort, SpringForce
+from rbc.model.augmented import AugmentedTree, augmented_geometry
 from rbc.model.compiled import CompiledModel, Partition
 from rbc.model.interfaces import ports
 from rbc.model.kinematics import frame_jacobian
-from rbc.model.partition import Lift, curvature, lift
+from rbc.model.partition import Lift, curvature, lift_from_jacobian
 from rbc.model.tree import TreeModel, build_tree
 
 
@@ -58,14 +59,20 @@ class Wrench:
 
 @dataclass(frozen=True, eq=False)
 class DynamicsModel:
-    """Immutable dynamics model: the kinematic model plus its Pinocchio tree."""
+    """Immutable dynamics model: the kinematic model, its Pinocchio tree, and the tree with a
+    branch per cut joint that evaluates the closure geometry in C++ (:mod:`.augmented`)."""
 
     kin: CompiledModel
     tree: TreeModel
+    augmented: AugmentedTree | None = None  # built from ``tree`` when not given
+
+    def __post_init__(self) -> None:
+        if self.augmented is None:
+            object.__setattr__(self, "augmented", AugmentedTree.build(self.kin, self.tree))
 
     @classmethod
     def build(cls, kin: CompiledModel) -> DynamicsModel:
-        """Build the tree model (reflected rotor inertia included)."""
+        """Build the tree model (reflected rotor inertia included) and its augmentation."""
         return cls(kin, build_tree(kin))
 
 
@@ -74,10 +81,11 @@ class DynamicsData:
     """Per-state scratch (Pinocchio data) for a :class:`DynamicsModel`."""
 
     pin_data: pin.Data = field(repr=False)
+    augmented_data: pin.Data = field(repr=False)
 
     @classmethod
     def of(cls, dm: DynamicsModel) -> DynamicsData:
-        return cls(dm.tree.model.createData())
+        return cls(dm.tree.model.createData(), dm.augmented.model.createData())
 
 
 @dataclass(frozen=True, eq=False)
@@ -201,7 +209,8 @@ def reduced_terms(
     ``curvature_term=False`` drops Ė u (for the omission study only).
     """
     k = dm.kin
-    L = lift(k, part, q)
+    geo = augmented_geometry(dm.augmented, data.augmented_data, q)
+    L = replace(lift_from_jacobian(part, geo.C), geometry=geo)
     v, edu = curvature(k, part, q, u, L)
     if not curvature_term:
         edu = np.zeros_like(edu)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
@@ -238,14 +239,16 @@ class Lift:
         lu: LU factors of R_p (r × r), reused for the curvature solve.
         cond: condition-number estimate of R_p (2-norm, from its singular values).
         C: (m, nv) the closure Jacobian at q.
-        geometry: the closure geometry it was computed from (for Ċv), or None.
+        geometry: the closure geometry it was computed from (for Ċv), or None: a
+            :class:`~rbc.model.kinematics.ClosureGeometry` or an
+            :class:`~rbc.model.augmented.AugmentedGeometry` (both have ``velocity_product``).
     """
 
     E: np.ndarray
     lu: tuple[np.ndarray, np.ndarray] | None
     cond: float
     C: np.ndarray
-    geometry: ClosureGeometry | None = None
+    geometry: ClosureGeometry | Any | None = None
 
 
 def lift(model: CompiledModel, part: Partition, q: np.ndarray) -> Lift:
