@@ -1,0 +1,102 @@
+"""Simulation backends: one interface, three engines, a registry (docs/simulate.md).
+
+A backend is the *plant*: it is built from a (possibly mismatched) compiled model, a
+partition and a closed initial state ``(q0, v0)`` in rbc coordinates, advances with port
+efforts held constant (zero-order hold), and reports what a controller and the summary need
+(:class:`Measurement`). It also keeps the energy ledger's work terms:
+``work_actuators = Σ fᵀ Δℓ`` per physics step (exact for efforts held over the step) and
+``work_passive`` (damping, springs, drive friction).
+
+The registry maps each name to ``module:class`` (resolved on use, so ``reduced`` does not
+import MuJoCo).
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from rbc.errors import RbcError, did_you_mean
+from rbc.model.compiled import CompiledModel, Partition
+
+#: name → ``module:class``
+BACKENDS: dict[str, str] = {
+    "reduced": "rbc.sim.backends.reduced:ReducedBackend",
+    "mujoco": "rbc.sim.backends.mujoco:MujocoBackend",
+    "pinocchio": "rbc.sim.backends.pinocchio:PinocchioBackend",
+}
+
+
+class BackendError(RbcError):
+    """Unknown backend, or a model/option the backend cannot run."""
+
+
+@dataclass(frozen=True, eq=False)
+class Measurement:
+    """What a backend reports after a control step.
+
+    Attributes:
+        ports, port_rates: (n_act,) ℓ [m or rad], ℓ̇ [m/s or rad/s].
+        tasks: {task name: (3,) world position [m]}.
+        loop_gaps: (n_gaps,) world-frame distances [m] between the two anchors of each
+            loop closure (see :attr:`Backend.gap_names`).
+        kinetic, potential: kinetic and gravitational potential energy [J].
+        q, v: the engine's own state vectors (its coordinate layout).
+    """
+
+    ports: np.ndarray
+    port_rates: np.ndarray
+    tasks: dict[str, np.ndarray]
+    loop_gaps: np.ndarray
+    kinetic: float
+    potential: float
+    q: np.ndarray
+    v: np.ndarray
+
+
+class Backend(ABC):
+    """Base class of the plants (module docstring).
+
+    Args:
+        plant: compiled model of the plant (mass/inertia mismatch already applied).
+        part: the partition (independent coordinates, length scale).
+        q0, v0: (nq,), (nv,) closed initial state in rbc coordinates.
+        dt: physics step [s].
+    """
+
+    name: ClassVar[str]
+    #: names of the loop-gap entries (cut joints or their equality constraints)
+    gap_names: tuple[str, ...]
+
+    def __init__(self, plant: CompiledModel, part: Partition, q0: np.ndarray, v0: np.ndarray,
+                 dt: float, **options) -> None:
+        self.plant, self.part, self.dt = plant, part, dt
+        self.work_actuators = 0.0
+        self.work_passive = 0.0
+        self.steps = 0
+
+    @abstractmethod
+    def advance(self, f: np.ndarray, steps: int) -> None:
+        """Advance ``steps`` physics steps with port efforts f (n_act,) held."""
+
+    @abstractmethod
+    def measure(self) -> Measurement:
+        """The current measurement."""
+
+
+def backend_class(name: str) -> type[Backend]:
+    """Resolve a registered backend.
+
+    Raises:
+        BackendError: unknown name (lists the valid ones and a close spelling).
+    """
+    if name not in BACKENDS:
+        close = did_you_mean(name, BACKENDS)
+        hint = f" (did you mean '{close}'?)" if close else ""
+        raise BackendError(f"unknown backend '{name}'{hint}; valid: {', '.join(BACKENDS)}")
+    module, cls = BACKENDS[name].split(":")
+    return getattr(importlib.import_module(module), cls)

@@ -1,0 +1,106 @@
+"""The MuJoCo backend: the exported MJCF (:mod:`rbc.backends.mjcf_export`) stepped by MuJoCo.
+
+The plant's model is exported in memory with ``timestep = dt`` (default 1 kHz; the export
+sets the loop equalities' ``solref = (2·dt, 1)``) and its keyframe at the closed initial
+configuration; initial speeds are mapped joint by joint
+(:func:`rbc.backends.mjcf_export.velocity_block`). Actuators are the exported motors
+(``gear = 1``): ``ctrl`` is the port effort. MuJoCo's default integrator (semi-implicit
+Euler) and constraint solver are used as exported.
+
+**Measured** (after ``mj_forward`` at each control step): ports from ``qpos``/``qvel`` of the
+port joints; task positions from the body poses (``xpos + xmat·p``; exported bodies keep
+the record's body frames); loop gaps as the world distance between the two sites of every
+equality constraint (``site_xpos``), named by the equality; kinetic energy ``½ q̇ᵀ M q̇``
+(``mj_mulM``, armature included) and gravitational potential ``−Σ m_b g·x_com,b``.
+Passive work integrates ``qfrc_passive · q̇`` per step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import mujoco
+import numpy as np
+import pinocchio as pin
+
+from rbc.backends.mjcf_export import export_mjcf, velocity_block
+from rbc.ir import spatial as sp
+from rbc.model.compiled import _root_joint
+from rbc.model.tree import _tree_joint
+from rbc.sim.backends import Backend, Measurement
+
+
+class MujocoBackend(Backend):
+    """MuJoCo plant (module docstring)."""
+
+    name = "mujoco"
+
+    def __init__(self, plant, part, q0, v0, dt, **options) -> None:
+        super().__init__(plant, part, q0, v0, dt)
+        exp = export_mjcf(plant, replace(part, q_ref=np.asarray(q0, dtype=float)), timestep=dt)
+        self.xml = exp.to_string()
+        m = self.m = mujoco.MjModel.from_xml_string(self.xml)
+        d = self.d = mujoco.MjData(m)
+        mujoco.mj_resetDataKeyframe(m, d, mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY,
+                                                             "assembled"))
+        d.qvel[:] = _qvel(plant, exp, m, np.asarray(q0, float), np.asarray(v0, float))
+        joints = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, a.joint)
+                  for a in plant.record.actuators]
+        self.qadr = np.array([m.jnt_qposadr[j] for j in joints], dtype=np.int64)
+        self.dadr = np.array([m.jnt_dofadr[j] for j in joints], dtype=np.int64)
+        self.tasks = [(t.name, mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, t.body),
+                       sp.se3_from_pose(t.pose).translation) for t in plant.record.tasks]
+        self.eq_sites = np.array([(m.eq_obj1id[i], m.eq_obj2id[i]) for i in range(m.neq)],
+                                 dtype=np.int64).reshape(-1, 2)
+        self.gap_names = tuple(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_EQUALITY, i)
+                               for i in range(m.neq))
+        self.gravity = np.array(m.opt.gravity)
+        mujoco.mj_forward(m, d)
+
+    def advance(self, f: np.ndarray, steps: int) -> None:
+        m, d = self.m, self.d
+        d.ctrl[:] = f
+        for _ in range(steps):
+            ell0 = d.qpos[self.qadr].copy()
+            mujoco.mj_step(m, d)
+            self.work_actuators += float(f @ (d.qpos[self.qadr] - ell0))
+            self.work_passive += float(d.qfrc_passive @ d.qvel) * self.dt
+        self.steps += steps
+
+    def measure(self) -> Measurement:
+        m, d = self.m, self.d
+        mujoco.mj_forward(m, d)
+        Mv = np.zeros(m.nv)
+        mujoco.mj_mulM(m, d, Mv, d.qvel)
+        kin = 0.5 * float(d.qvel @ Mv)
+        pot = -float(m.body_mass @ (d.xipos @ self.gravity))
+        tasks = {n: d.xpos[b] + d.xmat[b].reshape(3, 3) @ p for n, b, p in self.tasks}
+        gaps = np.linalg.norm(d.site_xpos[self.eq_sites[:, 0]]
+                              - d.site_xpos[self.eq_sites[:, 1]], axis=1)
+        return Measurement(d.qpos[self.qadr].copy(), d.qvel[self.dadr].copy(), tasks, gaps,
+                           kin, pot, d.qpos.copy(), d.qvel.copy())
+
+
+def _qvel(plant, exp, m, q0: np.ndarray, v0: np.ndarray) -> np.ndarray:
+    """MuJoCo qvel (m.nv,) of rbc speeds v0 at q0 (tree and auxiliary cut joints)."""
+    out = np.zeros(m.nv)
+    if not np.any(v0):
+        return out
+    record = {j.name: j for j in plant.record.joints}
+    aux = {mj.name for mj in exp.aux_joints}
+    for mj in (*exp.tree_joints, *exp.aux_joints):
+        k = mj.edge
+        name = plant.edge_names[k]
+        if mj.name in aux:  # auxiliary cut body: the record joint with A = B = I placement
+            jt, B = record.get(name) or _root_joint(name, plant.edge_types[k]), pin.SE3.Identity()
+        else:
+            jt = _tree_joint(plant, k)
+            B = sp.se3_from_pose(jt.child_frame)
+        vs = v0[plant.v_slice(k)]
+        adr = m.jnt_dofadr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, mj.name)]
+        if mj.type in ("hinge", "slide"):  # a reversed tree joint keeps its coordinate
+            out[adr] = vs[mj.coord]
+        else:
+            P = velocity_block(jt, q0[plant.q_slice(k)], B)
+            out[adr: adr + P.shape[0]] = P @ vs
+    return out

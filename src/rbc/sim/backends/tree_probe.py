@@ -1,0 +1,54 @@
+"""Measurements on a Pinocchio tree model (shared by the reduced and Pinocchio backends):
+energies, task positions and the world-frame gaps between constraint anchors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+
+from rbc.ir import spatial as sp
+from rbc.model.tree import TreeModel
+
+
+class TreeProbe:
+    """Energies and task positions of a tree model in Pinocchio coordinates.
+
+    Args:
+        tree: the tree model (armature = rotor inertia included).
+        tasks: ``((name, body index, T_body_task), …)``.
+    """
+
+    def __init__(self, tree: TreeModel, tasks: tuple[tuple[str, int, pin.SE3], ...]) -> None:
+        self.tree = tree
+        self.data = tree.model.createData()
+        self.tasks = tasks
+
+    def energy(self, q: np.ndarray, v: np.ndarray) -> tuple[float, float]:
+        """``(½ vᵀ M v, gravitational potential)`` [J]; M includes the armature."""
+        m, d = self.tree.model, self.data
+        M = pin.crba(m, d, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        return 0.5 * float(v @ M @ v), float(pin.computePotentialEnergy(m, d, q))
+
+    def task_positions(self, q: np.ndarray) -> dict[str, np.ndarray]:
+        """{task: (3,) world position [m]} at Pinocchio configuration q."""
+        m, d = self.tree.model, self.data
+        pin.forwardKinematics(m, d, q)
+        pin.updateFramePlacements(m, d)
+        return {name: np.array((d.oMf[int(self.tree.body_frame[b])] * T).translation)
+                for name, b, T in self.tasks}
+
+    def anchor_gaps(self, specs) -> np.ndarray:
+        """World distances [m] between the anchors of each constraint spec (after
+        :meth:`task_positions` or any forward kinematics at the current q)."""
+        d = self.data
+        return np.array([np.linalg.norm((d.oMi[s.joint1] * s.placement1).translation
+                                        - (d.oMi[s.joint2] * s.placement2).translation)
+                         for s in specs])
+
+
+def record_tasks(kin) -> tuple[tuple[str, int, pin.SE3], ...]:
+    """``((name, body index, T_body_task), …)`` of the record's tasks."""
+    idx = kin.record.body_index()
+    return tuple((t.name, idx[t.body], sp.se3_from_pose(t.pose)) for t in kin.record.tasks)

@@ -1,0 +1,306 @@
+"""``rbc simulate``: one mechanism, reference, controller and plant, run and summarised.
+
+:func:`prepare` does every check and all the set-up that can fail (bundle, partition,
+backend, controller, reference names/limits/reachability, mismatch, initial state, step
+sizes) before anything runs, then lifts the reference and tabulates the feedforward;
+:func:`simulate` runs the control loop (zero-order hold at ``control_dt``, the plant at
+``dt``); :func:`rbc.sim.outputs.write_outputs` writes the log, summary and plots.
+
+**Energy ledger.** At every control step
+``residual = (T + V) − (T₀ + V₀) − W_act − W_passive`` with T the kinetic energy (rotor
+inertia included), V the gravitational potential, ``W_act = Σ fᵀ Δℓ`` the actuators' work
+and ``W_passive`` the work of damping, springs and drive friction. For the exact model it
+is the integration error; for MuJoCo and Pinocchio it also holds the work of the
+constraint stabilisation (soft equalities, Baumgarte). The summary reports
+``max |residual|`` [J].
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from rbc.errors import RbcError, UsageError
+from rbc.model.compiled import CompiledModel, Partition
+from rbc.model.dynamics import DynamicsModel
+from rbc.model.partition import lift
+from rbc.model.solve import SolveError, get_partition, solve_named
+from rbc.sim.backends import Backend, backend_class
+from rbc.sim.controllers import (
+    CONTROLLERS,
+    DEFAULT_BANDWIDTH,
+    DEFAULT_ZETA,
+    Controller,
+    ControllerError,
+    default_gains,
+    effort_limits,
+    feedforward_table,
+)
+from rbc.sim.mismatch import plant_model
+from rbc.sim.reference import LiftedReference, lift_reference, load_knots, spline_reference
+from rbc.sim.threads import limit_blas_threads
+
+Progress = Callable[[str, float], None]
+
+
+class SimulationError(RbcError):
+    """An inconsistent simulation request (controller/backend/reference/step sizes)."""
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    """A simulation request (the options of ``rbc simulate``; docs/simulate.md).
+
+    Attributes:
+        backend: registered backend name; controller: ``pd | pd+ff | passive``.
+        duration: simulated time [s] (default: the reference's last knot).
+        dt: physics step [s]; control_dt: control period [s] (default dt), a multiple of dt.
+        reference: reference file; reference_dt: lift grid spacing [s].
+        initial, velocity: independent coordinates' values [rad, m] and speeds without a
+            reference (others from ``q_ref`` and zero).
+        payload: ``((body, kg), …)``; inertia_scale: plant mass/inertia factor.
+        bandwidth [Hz], zeta, kp, kd: gains (module :mod:`rbc.sim.controllers`).
+        integrator: reduced backend integrator; partition: stored partition name.
+    """
+
+    backend: str = "reduced"
+    controller: str = "pd+ff"
+    duration: float | None = None
+    dt: float = 1e-3
+    control_dt: float | None = None
+    reference: Path | None = None
+    reference_dt: float = 0.01
+    initial: Mapping[str, float] = field(default_factory=dict)
+    velocity: Mapping[str, float] = field(default_factory=dict)
+    payload: Sequence[tuple[str, float]] = ()
+    inertia_scale: float = 1.0
+    bandwidth: float = DEFAULT_BANDWIDTH
+    zeta: float = DEFAULT_ZETA
+    kp: Mapping[str, float] = field(default_factory=dict)
+    kd: Mapping[str, float] = field(default_factory=dict)
+    integrator: str = "rk4"
+    partition: str | None = None
+
+
+@dataclass(eq=False)
+class Prepared:
+    """Everything a run needs, checked (see :func:`prepare`)."""
+
+    bundle: str
+    options: SimOptions
+    kin: CompiledModel
+    plant: CompiledModel
+    part: Partition
+    controller: Controller
+    backend: type[Backend]
+    q0: np.ndarray
+    v0: np.ndarray
+    duration: float
+    control_dt: float
+    substeps: int
+    prepare_time: float = 0.0
+
+
+def _step_counts(opts: SimOptions, duration: float) -> tuple[float, int]:
+    if not (opts.dt > 0 and duration > 0):
+        raise SimulationError(f"--dt {opts.dt:g} and --duration {duration:g} must be positive")
+    cdt = opts.control_dt or opts.dt
+    sub = int(round(cdt / opts.dt))
+    # a control period is an integer number of physics steps (to 1e-9 relative: round-off
+    # in the decimal step sizes the user types)
+    if sub < 1 or abs(sub * opts.dt - cdt) > 1e-9 * cdt:
+        raise SimulationError(f"--control-dt {cdt:g} must be an integer multiple of --dt "
+                              f"{opts.dt:g} (zero-order hold over whole physics steps)")
+    return cdt, sub
+
+
+def _speeds(kin: CompiledModel, part: Partition, velocity: Mapping[str, float]) -> np.ndarray:
+    """u (n_u,) from ``{independent coordinate name: speed}``."""
+    ind = [kin.v_names[int(j)] for j in part.independent]
+    u = np.zeros(len(ind))
+    for name, value in velocity.items():
+        if name not in ind:
+            raise SimulationError(f"--velocity {name}: not an independent coordinate of "
+                                  f"partition '{part.name}'; valid: {', '.join(ind)}")
+        u[ind.index(name)] = value
+    return u
+
+
+def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = None) -> Prepared:
+    """Check a request and build the controller and initial state (module docstring).
+
+    Raises:
+        BundleError, BackendError, SimulationError, ControllerError, ReferenceError,
+        MismatchError, SolveError: a bad request; nothing has run.
+    """
+    t0 = time.perf_counter()
+    limit_blas_threads(1)
+    backend = backend_class(opts.backend)
+    if opts.controller not in CONTROLLERS:
+        raise SimulationError(f"unknown controller '{opts.controller}'; valid: "
+                              f"{', '.join(CONTROLLERS)}")
+    kin = CompiledModel.from_bundle(bundle)
+    part = get_partition(kin, opts.partition)
+    acts = kin.record.actuators
+    if opts.controller != "passive" and not acts:
+        raise ControllerError(f"controller '{opts.controller}' acts at the actuator ports, "
+                              f"but {kin.record.name} has no actuators; use --controller "
+                              "passive")
+    if opts.controller != "passive" and opts.reference is None:
+        raise SimulationError(f"controller '{opts.controller}' tracks a reference: give "
+                              "--reference FILE (or use --controller passive)")
+    if opts.reference is not None and (opts.initial or opts.velocity):
+        raise UsageError("--set/--velocity conflict with --reference: the reference's first "
+                         "knot fixes the initial state")
+    plant = plant_model(kin, opts.payload, opts.inertia_scale)
+    dm = DynamicsModel.build(kin)
+    lower, upper = effort_limits(dm)
+    ref: LiftedReference | None = None
+    if opts.reference is not None:
+        splined = spline_reference(kin, part, load_knots(opts.reference))
+        duration = opts.duration or splined.duration
+        cdt, sub = _step_counts(opts, duration)
+        ref = lift_reference(kin, part, splined, duration, min(opts.reference_dt, duration),
+                             None if progress is None else (lambda x: progress("lift", x)))
+        q0, v0 = ref.q[0].copy(), ref.v[0].copy()
+    else:
+        if opts.duration is None:
+            raise SimulationError("give --duration (there is no reference to take it from)")
+        duration = opts.duration
+        cdt, sub = _step_counts(opts, duration)
+        try:
+            q0 = solve_named(kin, part.name, dict(opts.initial)).q
+        except SolveError as err:
+            raise SimulationError(f"--set: {err}") from err
+        v0 = lift(kin, part, q0).E @ _speeds(kin, part, opts.velocity)
+    gains = ff = None
+    if opts.controller != "passive":
+        gains = default_gains(dm, part, q0, bandwidth=opts.bandwidth, zeta=opts.zeta,
+                              kp=opts.kp, kd=opts.kd)
+    if opts.controller == "pd+ff":
+        ff = feedforward_table(dm, part, ref,
+                               None if progress is None else (lambda x: progress("ff", x)))
+    controller = Controller(opts.controller, gains, ref, ff, lower, upper)
+    return Prepared(str(bundle), opts, kin, plant, part, controller, backend, q0, v0,
+                    duration, cdt, sub, time.perf_counter() - t0)
+
+
+@dataclass(eq=False)
+class SimResult:
+    """The log of a run (arrays by name; docs/simulate.md) and its summary (a dict)."""
+
+    log: dict[str, np.ndarray]
+    attrs: dict[str, object]
+    summary: dict[str, object]
+
+
+def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
+    """Run the control loop (module docstring) and summarise."""
+    opts, ctrl = prep.options, prep.controller
+    plant = prep.backend(prep.plant, prep.part, prep.q0, prep.v0, opts.dt,
+                         integrator=opts.integrator)
+    n = int(round(prep.duration / prep.control_dt))
+    tasks = [t.name for t in prep.kin.record.tasks]
+    n_act = len(prep.kin.record.actuators)
+    rows: dict[str, list] = {k: [] for k in ("q", "v", "ports", "port_rates", "loop_gaps",
+                                             "kinetic", "potential", "work_actuators",
+                                             "work_passive")}
+    task_rows = {name: [] for name in tasks}
+    cmd, eff, clipped = np.zeros((n, n_act)), np.zeros((n, n_act)), np.zeros(n, dtype=bool)
+
+    def record(m) -> None:
+        for key in ("q", "v", "ports", "port_rates", "loop_gaps", "kinetic", "potential"):
+            rows[key].append(getattr(m, key))
+        rows["work_actuators"].append(plant.work_actuators)
+        rows["work_passive"].append(plant.work_passive)
+        for name in tasks:
+            task_rows[name].append(m.tasks[name])
+
+    m = plant.measure()
+    record(m)
+    t0 = time.perf_counter()
+    for i in range(n):
+        cmd[i] = ctrl.command(i * prep.control_dt, m.ports, m.port_rates)
+        eff[i], clipped[i] = ctrl.clip(cmd[i])
+        plant.advance(eff[i], prep.substeps)
+        m = plant.measure()
+        record(m)
+        if progress is not None:
+            progress("simulate", (i + 1) / n)
+    wall = time.perf_counter() - t0
+    time_s = np.arange(n + 1) * prep.control_dt
+    log = {k: np.asarray(v, dtype=float) for k, v in rows.items()}
+    log["time"] = time_s
+    log["control/command"], log["control/effort"] = cmd, eff
+    log["control/clipped"] = clipped
+    energy = log["kinetic"] + log["potential"]
+    log["energy_residual"] = (energy - energy[0]) - log["work_actuators"] - log["work_passive"]
+    ref = ctrl.reference
+    if ref is not None:
+        pr = np.array([ref.port_reference(t)[0] for t in time_s])
+        log["port_reference"] = pr
+    for name in tasks:
+        log[f"tasks/{name}/position"] = np.asarray(task_rows[name])
+        if ref is not None:
+            log[f"tasks/{name}/reference"] = np.array([ref.task_reference(name, t)
+                                                       for t in time_s])
+    attrs = {"bundle": prep.bundle, "backend": opts.backend, "controller": opts.controller,
+             "dt": opts.dt, "control_dt": prep.control_dt,
+             "actuators": [a.name for a in prep.kin.record.actuators],
+             "gap_names": list(plant.gap_names)}
+    summary = _summary(prep, plant, log, wall)
+    return SimResult(log, attrs, summary)
+
+
+def _rms(x: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(np.square(x)))) if x.size else 0.0
+
+
+def _summary(prep: Prepared, plant: Backend, log: dict[str, np.ndarray], wall: float) -> dict:
+    opts, ctrl = prep.options, prep.controller
+    names = [a.name for a in prep.kin.record.actuators]
+    out: dict[str, object] = {
+        "bundle": prep.bundle, "backend": opts.backend, "controller": opts.controller,
+        "integrator": opts.integrator if opts.backend == "reduced" else None,
+        "duration": prep.duration, "dt": opts.dt, "control_dt": prep.control_dt,
+        "payload": {b: kg for b, kg in opts.payload}, "inertia_scale": opts.inertia_scale,
+    }
+    tasks = [t.name for t in prep.kin.record.tasks]
+    if "port_reference" in log:
+        out["tracking_rms"] = {n: _rms(np.linalg.norm(
+            log[f"tasks/{n}/position"] - log[f"tasks/{n}/reference"], axis=1)) for n in tasks}
+        err = log["port_reference"] - log["ports"]
+        out["port_rms"] = {n: _rms(err[:, i]) for i, n in enumerate(names)}
+    else:
+        out["tracking_rms"], out["port_rms"] = {}, {}
+    eff = log["control/effort"]
+    out["peak_effort"] = {n: float(np.abs(eff[:, i]).max(initial=0.0))
+                          for i, n in enumerate(names)}
+    out["effort_limits"] = {n: [float(ctrl.lower[i]), float(ctrl.upper[i])]
+                            for i, n in enumerate(names)}
+    out["clipped_steps"] = int(log["control/clipped"].sum())
+    gaps = log["loop_gaps"]
+    out["max_loop_gap"] = float(gaps.max(initial=0.0))
+    out["max_loop_gap_by_constraint"] = {n: float(gaps[:, i].max(initial=0.0))
+                                         for i, n in enumerate(plant.gap_names)}
+    res = log["energy_residual"]
+    out["energy_ledger_residual"] = float(np.abs(res).max(initial=0.0))
+    out["energy_ledger_final"] = float(res[-1])
+    out["max_kinetic_energy"] = float(log["kinetic"].max())
+    out["work_actuators"] = float(log["work_actuators"][-1])
+    out["work_passive"] = float(log["work_passive"][-1])
+    if ctrl.gains is not None:
+        out["gains"] = {n: {"kp": float(ctrl.gains.kp[i]), "kd": float(ctrl.gains.kd[i]),
+                            "reflected_inertia": float(ctrl.gains.inertia[i])}
+                        for i, n in enumerate(names)}
+    out["physics_steps"] = plant.steps
+    out["wall_time"] = wall
+    out["prepare_time"] = prep.prepare_time
+    out["real_time_factor"] = prep.duration / wall if wall > 0 else float("inf")
+    if hasattr(plant, "close"):
+        out["closure_fallbacks"] = plant.close.fallbacks
+    return out
