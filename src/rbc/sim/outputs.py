@@ -1,0 +1,116 @@
+"""Outputs of ``rbc simulate --out DIR``: ``log.h5``, ``summary.json`` and PNG plots.
+
+``log.h5`` layout (SI units; N control steps, N + 1 samples):
+
+=============================  ===========  ================================================
+dataset                        shape        meaning
+=============================  ===========  ================================================
+``time``                       (N+1,)       sample times [s]
+``q``, ``v``                   (N+1, ·)     the backend's own state vectors (rbc q and
+                                            v = E u for ``reduced``; MuJoCo qpos/qvel;
+                                            Pinocchio q/v in Pinocchio order)
+``ports``, ``port_rates``      (N+1, n_act) measured ℓ [m, rad], ℓ̇
+``port_reference``             (N+1, n_act) reference ℓ (with a reference)
+``control/command``            (N, n_act)   controller output before clipping [N, N·m]
+``control/effort``             (N, n_act)   applied (clipped) effort, held over step i
+``control/clipped``            (N,)         whether any port was clipped at step i
+``loop_gaps``                  (N+1, n_gap) world-frame anchor distances [m] (attribute
+                                            ``gap_names``)
+``kinetic``, ``potential``     (N+1,)       energies [J]
+``work_actuators``,            (N+1,)       cumulative work [J]
+``work_passive``
+``energy_residual``            (N+1,)       the ledger residual [J] (:mod:`rbc.sim.run`)
+``tasks/<name>/position``      (N+1, 3)     measured task position [m]
+``tasks/<name>/reference``     (N+1, 3)     reference task position [m]
+=============================  ===========  ================================================
+
+Root attributes: bundle, backend, controller, dt, control_dt, actuators, gap_names.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from rbc.sim.run import SimResult
+
+
+def write_outputs(result: SimResult, out_dir: str | Path) -> list[Path]:
+    """Write ``log.h5``, ``summary.json`` and the plots into ``out_dir``; returns the paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "log.h5"
+    with h5py.File(log, "w") as h5:
+        for key, value in result.log.items():
+            h5.create_dataset(key, data=value)
+        for key, value in result.attrs.items():
+            h5.attrs[key] = value
+    summary = out / "summary.json"
+    summary.write_text(json.dumps(result.summary, indent=2) + "\n")
+    return [log, summary, *plot(result, out)]
+
+
+def plot(result: SimResult, out: Path) -> list[Path]:
+    """``tracking.png`` (with a reference), ``efforts.png``, ``loop_gaps.png``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    log, s = result.log, result.summary
+    t, paths = log["time"], []
+    title = f"{Path(str(s['bundle'])).stem}: {s['backend']}, {s['controller']}"
+    if "port_reference" in log:
+        fig, ax = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+        for key in log:
+            if key.startswith("tasks/") and key.endswith("/position"):
+                name = key.split("/")[1]
+                err = np.linalg.norm(log[key] - log[f"tasks/{name}/reference"], axis=1)
+                ax[0].plot(t, 1e3 * err, label=name)
+        ax[0].set_ylabel("task error [mm]")
+        ax[0].legend()
+        perr = log["port_reference"] - log["ports"]
+        for i, name in enumerate(result.attrs["actuators"]):
+            ax[1].plot(t, 1e3 * perr[:, i], label=name)
+        ax[1].set_ylabel("port error [mm or mrad]")
+        ax[1].set_xlabel("time [s]")
+        ax[1].legend(fontsize="small", ncol=3)
+        fig.suptitle(title + " — tracking error")
+        paths.append(_save(fig, out / "tracking.png"))
+    fig, ax = plt.subplots(figsize=(8, 4))
+    eff = log["control/effort"]
+    for i, name in enumerate(result.attrs["actuators"]):
+        line, = ax.plot(t[:-1], eff[:, i], label=name)
+        lo, hi = s["effort_limits"][name]
+        for lim in (lo, hi):
+            if np.isfinite(lim):
+                ax.axhline(lim, color=line.get_color(), ls="--", lw=0.8)
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel("port effort [N or N·m]")
+    if result.attrs["actuators"]:
+        ax.legend(fontsize="small", ncol=3)
+    ax.set_title(title + " — efforts (dashed: limits)")
+    paths.append(_save(fig, out / "efforts.png"))
+    fig, ax = plt.subplots(figsize=(8, 4))
+    gaps = log["loop_gaps"]
+    for i, name in enumerate(result.attrs["gap_names"]):
+        ax.semilogy(t, np.maximum(gaps[:, i], 1e-17), label=name)
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel("loop gap [m]")
+    if result.attrs["gap_names"]:
+        ax.legend(fontsize="small", ncol=3)
+    ax.set_title(title + " — loop gaps")
+    paths.append(_save(fig, out / "loop_gaps.png"))
+    return paths
+
+
+def _save(fig, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
