@@ -134,3 +134,32 @@ def relabel(model: WalkerModel, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarr
     values; only their roles change, because both legs' angles point from foot to hip)."""
     idx = list(model.relabel)
     return q[idx].copy(), qd[idx].copy()
+
+
+def sliding_impact(De: np.ndarray, E: np.ndarray, qd_e_minus: np.ndarray, mu: float,
+                   sigma: float) -> tuple[np.ndarray, float, float]:
+    """Touchdown impact with a sliding contact (the sticking impulse left the cone).
+
+    Only the normal velocity of the contact is closed (``E_N qd_e+ = 0``); the tangential
+    impulse is kinetic friction on the cone's boundary, ``F_T = -mu sigma F_N`` with
+    ``sigma`` the sliding direction (Brach, "Mechanical Impact Dynamics", 1991, Ch. 7;
+    Glocker & Pfeiffer's Coulomb impact without tangential restitution)::
+
+        [ D_e    -(E_N - mu sigma E_T)^T ] [ qd_e+ ]   [ D_e qd_e- ]
+        [ E_N     0                      ] [ F_N   ] = [ 0         ]
+
+    Args:
+        De: (N, N) extended inertia. E: (2, N) contact Jacobian rows (tangential, normal).
+        qd_e_minus: (N,) pre-impact velocity. mu: friction coefficient. sigma: +1 / -1.
+
+    Returns:
+        ``(qd_e+ (N,), F_T [N s], F_N [N s])``; the contact slides at ``E[0] @ qd_e+``.
+    """
+    N = De.shape[0]
+    g = E[1] - mu * sigma * E[0]
+    K = np.zeros((N + 1, N + 1))
+    K[:N, :N] = De
+    K[:N, N] = -g
+    K[N, :N] = E[1]
+    sol = np.linalg.solve(K, np.append(De @ qd_e_minus, 0.0))
+    return sol[:N], float(-mu * sigma * sol[N]), float(sol[N])

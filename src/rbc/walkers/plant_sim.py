@@ -35,7 +35,13 @@ from rbc.walkers.environment import (
     stance_reaction,
 )
 from rbc.walkers.errors import WalkerError
-from rbc.walkers.impact import extended_inertia, point_jacobian_extended, relabel, solve_impact
+from rbc.walkers.impact import (
+    extended_inertia,
+    point_jacobian_extended,
+    relabel,
+    sliding_impact,
+    solve_impact,
+)
 from rbc.walkers.model import FusedTerms, WalkerModel, point
 from rbc.walkers.plant import Actuation, ControlContext, Mismatch, true_model
 from rbc.walkers.simulate import (
@@ -181,6 +187,23 @@ def tracking_ema(t, y2: np.ndarray, tau: float) -> np.ndarray:
     return z
 
 
+def _slide_touchdown(De, E, qd_e, mu, stick):
+    """Sliding touchdown when the sticking impulse ``stick`` left the cone: returns the
+    report (impulse on the cone boundary) and the new base's sliding velocity [m/s]."""
+    from dataclasses import replace
+
+    sigma = -float(np.sign(stick.impulse[0]))  # slides against the impulse it lacked
+    qd_p, FT, FN = sliding_impact(De, E, qd_e, mu, sigma)
+    v_t = float(E[0] @ qd_p)
+    if v_t * sigma <= 0.0 or FN <= 0.0:  # inconsistent: report the stick failure
+        return stick, 0.0
+    n = De.shape[0] - 2
+    rep = replace(stick, qd_e=qd_p, impulse=np.array([FT, FN]), cone_ok=True,
+                  cone_utilization=1.0, liftoff_ok=bool(qd_p[n + 1] > 0),
+                  liftoff_velocity=float(qd_p[n + 1]))
+    return rep, v_t
+
+
 def _locate(f: Callable[[float], float], dt: float) -> float:
     # step length in (0, dt] at the sign change of f, as tight as the integrator (1e-15 s)
     return brentq(f, 0.0, dt, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=200)
@@ -224,9 +247,11 @@ def walk_plant(ctx: ControlContext, controller, scenario: Scenario, x0: np.ndarr
     x = x0
     fell, reason = False, None
     states = []
+    pdx0 = 0.0  # base sliding velocity after the previous touchdown [m/s]
     for i in range(strides):
-        plant.mu, plant.slipping = ground.mu_at(base[0]), False
-        z = np.concatenate([x[:n], [0.0], x[n:], [0.0, 0.0, 0.0]])
+        plant.mu, plant.slipping = ground.mu_at(base[0]), pdx0 != 0.0
+        plant.sigma = float(np.sign(pdx0)) if pdx0 != 0.0 else 1.0
+        z = np.concatenate([x[:n], [0.0], x[n:], [pdx0, 0.0, 0.0]])
         kicks = sorted((k for k in scenario.impulses if k.stride == i), key=lambda k: k.time)
         t, event = 0.0, None
         armed, gval = guard(np.concatenate([z[:n], z[n + 1:2 * n + 1]]))
@@ -289,9 +314,12 @@ def walk_plant(ctx: ControlContext, controller, scenario: Scenario, x0: np.ndarr
         q, p_x, qd, pdx = z[:n], z[n], z[n + 1:2 * n + 1], z[2 * n + 1]
         step = point(true, "swing_foot", q)
         mu_new = ground.mu_at(base[0] + p_x + step[0])
-        rep = solve_impact(extended_inertia(true, q), point_jacobian_extended(true, "swing_foot",
-                                                                              q),
-                           np.concatenate([qd, [pdx, 0.0]]), mu_new, np.nan)
+        De, E = extended_inertia(true, q), point_jacobian_extended(true, "swing_foot", q)
+        qd_e = np.concatenate([qd, [pdx, 0.0]])
+        rep = solve_impact(De, E, qd_e, mu_new, np.nan)
+        pdx_new = 0.0
+        if ground.stick_slip and rep.normal_ok and not rep.cone_ok:
+            rep, pdx_new = _slide_touchdown(De, E, qd_e, mu_new, rep)
         qp, qdp = relabel(true, q, rep.qd_e[:n])
         xp = np.concatenate([qp, qdp])
         length = float(p_x + step[0])
@@ -306,7 +334,7 @@ def walk_plant(ctx: ControlContext, controller, scenario: Scenario, x0: np.ndarr
             break
         base = base + np.array([length, 0.0])
         t0 += t
-        x = xp
+        x, pdx0 = xp, pdx_new
         if progress is not None:
             progress(i)
     Z = np.array(log["z"])
