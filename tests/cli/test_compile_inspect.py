@@ -143,3 +143,18 @@ def test_bench_compile_reports_ratios(capsys):
 
 def test_shared_dir_is_where_ci_puts_it():
     assert SHARED.name == "shared"
+
+
+def test_outputs_have_normal_permissions(tmp_path, capsys):
+    """Atomic writes must not leak mkstemp's 0600 mode onto the user's files."""
+    import os
+
+    old = os.umask(0o022)
+    try:
+        out = tmp_path / "f.h5"
+        assert run(capsys, "compile", str(RECORDS / "fourbar.yaml"), "-o", str(out),
+                   "--mjcf", str(tmp_path / "f.xml"))[0] == 0
+    finally:
+        os.umask(old)
+    assert out.stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "f.xml").stat().st_mode & 0o777 == 0o644

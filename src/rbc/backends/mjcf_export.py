@@ -55,8 +55,6 @@ Mapping (sources: MuJoCo XML reference, https://mujoco.readthedocs.io/en/stable/
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +64,7 @@ from lxml import etree
 
 from rbc.errors import CompileError
 from rbc.ir import spatial as sp
+from rbc.ir.atomic import atomic_write_text
 from rbc.ir.joints import joint_kind
 from rbc.ir.record import Joint, coordinate_names
 from rbc.model.compiled import CompiledModel, Partition, _root_joint
@@ -449,14 +448,7 @@ def write_mjcf(model: CompiledModel, partition: Partition, path: str | Path,
     """
     out = export_mjcf(model, partition, timestep)
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(out.to_string())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, out.to_string())
     return out
 
 

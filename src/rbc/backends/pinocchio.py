@@ -56,6 +56,7 @@ from lxml import etree
 
 from rbc.errors import CompileError
 from rbc.ir import spatial as sp
+from rbc.ir.atomic import default_mode
 from rbc.ir.joints import joint_kind, pinocchio_placements
 from rbc.ir.record import Joint
 from rbc.model.compiled import CompiledModel, Partition
@@ -345,6 +346,7 @@ def write_pinocchio(kin: CompiledModel, partition: Partition, out_dir: str | Pat
         (tmp / f"{kin.record.name}.urdf").write_text(urdf)
         (tmp / "constraints.yaml").write_text(
             yaml.safe_dump(constraints_document(kin, pmod.specs), sort_keys=False))
+        os.chmod(tmp, default_mode(directory=True))  # mkdtemp makes 0700
         if out.exists():
             for f in tmp.iterdir():
                 os.replace(f, out / f.name)

@@ -13,8 +13,6 @@ MJCF write them).
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +23,7 @@ import yaml
 
 from rbc.errors import RbcError, did_you_mean
 from rbc.ir import spatial
+from rbc.ir.atomic import atomic_write_text
 
 
 class ModelImportError(RbcError):
@@ -180,14 +179,7 @@ def write_record(result: ImportResult, output: str | Path) -> str:
     text = render_record(result)
     parse_record_text(text, str(out))
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(out, text)
     return text
 
 

@@ -9,8 +9,6 @@ its schema version.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,6 +18,7 @@ import h5py
 import numpy as np
 
 from rbc.errors import BundleError
+from rbc.ir.atomic import atomic_write
 
 BUNDLE_SCHEMA = 1
 
@@ -66,12 +65,8 @@ def write_bundle(path: str | Path, data: BundleData) -> Path:
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
         raise BundleError(f"{target}: output directory {directory} does not exist")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    except OSError as err:
-        raise BundleError(f"{target}: cannot write in {directory}: {err.strerror}") from err
-    os.close(fd)
-    try:
+
+    def fill(tmp: Path) -> None:
         with h5py.File(tmp, "w") as h5:
             for name, value in data.datasets.items():
                 h5.create_dataset(name, data=_dataset_value(value))
@@ -79,10 +74,11 @@ def write_bundle(path: str | Path, data: BundleData) -> Path:
                 obj = h5.require_group(group) if group != "/" else h5
                 for key, value in values.items():
                     obj.attrs[key] = value
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+
+    try:
+        atomic_write(target, fill)
+    except PermissionError as err:
+        raise BundleError(f"{target}: cannot write in {directory}: {err.strerror}") from err
     return target
 
 
