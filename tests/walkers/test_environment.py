@@ -118,9 +118,9 @@ def test_trip_momentum_identity():
         qd1 = apply_impulse(m, "swing_foot", q, qd, F)
         p = point(m, "swing_foot", q)
         dH = angular_momentum(m, q, qd1, np.zeros(2)) - angular_momentum(m, q, qd, np.zeros(2))
-        # clockwise moment p x F about the pinned base; refined solve -> round-off of
-        # O(10) kg m^2/s momenta
-        assert abs(dH - (p[1] * F[0] - p[0] * F[1])) <= 1e-14 * max(1.0, abs(dH)) * 10
+        # clockwise moment p x F about the pinned base; the refined solve leaves the
+        # round-off of the momentum sums (measured max 9e-15 over these 20 draws)
+        assert abs(dH - (p[1] * F[0] - p[0] * F[1])) <= 1e-14 * max(1.0, abs(dH))
 
 
 def test_scheduled_trip_and_liftoff_fall(ctx):
