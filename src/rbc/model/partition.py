@@ -188,15 +188,22 @@ def partition_at(
         pref: Collection[int] = forced
     else:
         pref = preferred_independent(model) if preferred is None else set(preferred)
-    rows: list[int] = []
-    dep: set[int] = set()
-    rank = 0
+    analysed = []
     for blk in model.blocks:
         _, C, _ = local_jacobian(model, q, blk.chords, blk.couplings, blk.cols)
         Cs = sc.rows[blk.rows][:, None] * C * sc.cols[blk.cols][None, :]
         sel, r = select_rows(Cs)
+        analysed.append((blk, Cs, sel, r))
+    rank = sum(r for *_, r in analysed)
+    if forced is not None and len(forced) != model.nv - rank:
+        raise CompileError(
+            f"partition '{name}': this mechanism has {model.nv - rank} independent speeds "
+            f"(nv {model.nv} − rank {rank}), but joints {', '.join(independent_joints or ())} "
+            f"have {len(forced)} coordinates; name joints with exactly {model.nv - rank}")
+    rows: list[int] = []
+    dep: set[int] = set()
+    for blk, Cs, sel, r in analysed:
         rows += blk.rows[sel].tolist()
-        rank += r
         if forced is None:
             local = select_dependent(Cs[sel], r, {n for n, j in enumerate(blk.cols) if j in pref})
         else:
@@ -207,7 +214,7 @@ def partition_at(
                 chords = ", ".join(model.edge_names[model.chord_edges[i]] for i in blk.chords)
                 raise CompileError(
                     f"partition '{name}': with {', '.join(independent_joints or ())} "
-                    f"independent, the loops closed by {chords or 'the couplings'} have "
+                    f"independent, the loops closed by {chords or 'the couplings'} would have "
                     f"{local.size} dependent coordinates for {r} independent closure rows "
                     "(or a singular block) at the reference configuration; choose other joints")
         cols = set(blk.cols[local].tolist())
@@ -216,12 +223,6 @@ def partition_at(
                                f"{[model.v_names[j] for j in sorted(cols & dep)]} would be "
                                "dependent in two modules")
         dep |= cols
-    if forced is not None and len(forced) != model.nv - rank:
-        raise CompileError(
-            f"partition '{name}': joints {', '.join(independent_joints or ())} give "
-            f"{len(forced)} independent speeds, but this mechanism has {model.nv - rank} "
-            f"(nv {model.nv} − rank {rank}); name joints with exactly {model.nv - rank} "
-            "coordinates")
     dependent = np.array(sorted(dep), dtype=np.int64)
     ind = np.array(sorted(set(range(model.nv)) - dep), dtype=np.int64)
     joints = tuple(dict.fromkeys(model.edge_names[int(model.v_edge[j])] for j in ind))

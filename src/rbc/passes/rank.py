@@ -85,6 +85,9 @@ class RankAnalysis:
                 raise UsageError(f"--partition {name}: the name is used twice "
                                  "('default' is reserved)")
             seen.add(name)
+            twice = sorted({j for j in names if names.count(j) > 1})
+            if twice:
+                raise UsageError(f"--partition {name}: joint(s) {', '.join(twice)} listed twice")
             for j in names:
                 if j not in joints:
                     hint = did_you_mean(j, joints)
