@@ -17,6 +17,7 @@ from pathlib import Path
 from rbc.errors import UsageError
 from rbc.ir.bundle import BundleData, write_bundle
 from rbc.ir.record import Record
+from rbc.passes import PASS_NAMES
 from rbc.passes.codegen import Codegen, normalized_record
 from rbc.passes.forest import BuildForest
 from rbc.passes.graph import BuildGraph
@@ -35,7 +36,7 @@ def pipeline(
             RankAnalysis(partitions, length_scale), Codegen())
 
 
-PASS_NAMES: tuple[str, ...] = tuple(p.name for p in pipeline())
+assert PASS_NAMES == tuple(p.name for p in pipeline()), "rbc.passes.PASS_NAMES is stale"
 
 
 @dataclass

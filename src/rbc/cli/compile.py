@@ -10,9 +10,7 @@ import typer
 from rich.console import Console
 
 from rbc.cli.app import app
-from rbc.compiler import PASS_NAMES, compile_to_file
-from rbc.ir.summary import summarize
-from rbc.passes.rank import parse_partition_request
+from rbc.passes import PASS_NAMES
 
 
 @app.command("compile")
@@ -40,6 +38,10 @@ def compile_command(
         "--pinocchio", help="Also write a URDF + constraints.yaml into this directory.")] = None,
 ) -> None:
     """Compile a physical record into a bundle (tree, cut joints, paths, modules, partitions)."""
+    from rbc.compiler import compile_to_file
+    from rbc.ir.summary import summarize
+    from rbc.passes.rank import parse_partition_request
+
     out = output or Path(record.stem + ".h5")
     requests = tuple(parse_partition_request(p) for p in partition or ())
     report = compile_to_file(record, out, verify=not no_verify,

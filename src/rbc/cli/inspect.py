@@ -11,7 +11,6 @@ from rich.console import Console
 from rich.table import Table
 
 from rbc.cli.app import app
-from rbc.ir.summary import summarize
 
 
 @app.command("inspect")
@@ -20,6 +19,8 @@ def inspect_command(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Print bodies, joints, κ, cycle rank, tree and cut joints, paths, modules, coordinates."""
+    from rbc.ir.summary import summarize
+
     s = summarize(bundle)
     if as_json:
         typer.echo(json.dumps(s, indent=2))

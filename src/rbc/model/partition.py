@@ -14,8 +14,8 @@ that actuated and requested joints stay independent whenever the rank allows
 (Businger & Golub 1965; Golub & Van Loan, *Matrix Computations*, §5.4.2).
 
 **Lift.** With ``R_p = S C Π_p`` (r × r) and ``R_a = S C Π_a``, ``S C v = 0`` gives
-``v_p = −R_p⁻¹ R_a u``, i.e. ``E = Πᵀ [−R_p⁻¹ R_a; I]`` — computed with an LU solve, never an
-explicit inverse.
+``v_p = −R_p⁻¹ R_a u``, i.e. ``E = Πᵀ [−R_p⁻¹ R_a; I]`` — computed with a linear solve, never an
+explicit inverse (LAPACK gesv through ``numpy.linalg.solve``).
 
 **Curvature.** Differentiating ``C E = 0`` along the motion gives ``C Ė u = −Ċ v`` with
 ``v = E u``; only the dependent rows of Ė are nonzero, so ``(Ė u)_p = −R_p⁻¹ S Ċ v`` and
@@ -31,7 +31,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-import scipy.linalg as sla
 
 from rbc.errors import CompileError
 from rbc.model.compiled import CompiledModel, Partition
@@ -88,6 +87,36 @@ def scales(model: CompiledModel, length: float | None = None) -> Scales:
     return Scales(rows, cols, L)
 
 
+def pivoted_qr(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Householder QR with column pivoting (Golub & Van Loan, Alg. 5.4.1): ``A Π = Q R``.
+
+    Returns ``(piv (n,), |diag R| (min(m, n),))``: the column order and the magnitudes of
+    R's diagonal (non-increasing). Written with NumPy so that compiling a record does not
+    import scipy.linalg (a third of ``rbc compile``'s start-up); checked against
+    ``scipy.linalg.qr(pivoting=True)`` in the tests.
+    """
+    R = np.array(A, dtype=float)
+    m, n = R.shape
+    piv = np.arange(n)
+    diag = np.zeros(min(m, n))
+    for k in range(min(m, n)):
+        norms = np.einsum("ij,ij->j", R[k:, k:], R[k:, k:])
+        j = k + int(np.argmax(norms))
+        if j != k:
+            R[:, [k, j]] = R[:, [j, k]]
+            piv[[k, j]] = piv[[j, k]]
+        x = R[k:, k]
+        alpha = float(np.linalg.norm(x))
+        diag[k] = alpha
+        if alpha == 0.0:
+            break
+        w = x.copy()
+        w[0] += np.copysign(alpha, x[0])
+        w /= np.linalg.norm(w)
+        R[k:, k:] -= 2.0 * np.outer(w, w @ R[k:, k:])
+    return piv, diag
+
+
 def numerical_rank(Rdiag: np.ndarray) -> int:
     """Rank from the diagonal of a pivoted-QR R factor (relative threshold RANK_TOL)."""
     a = np.abs(Rdiag)
@@ -100,8 +129,8 @@ def select_rows(Cs: np.ndarray) -> tuple[np.ndarray, int]:
     """Row selector and rank: pivoted QR of ``C_sᵀ``; returns (sorted rows (r,), r)."""
     if Cs.size == 0:
         return np.zeros(0, dtype=np.int64), 0
-    _, R, piv = sla.qr(Cs.T, mode="economic", pivoting=True)
-    r = numerical_rank(np.diag(R))
+    piv, diag = pivoted_qr(Cs.T)
+    r = numerical_rank(diag)
     return np.sort(piv[:r]).astype(np.int64), r
 
 
@@ -121,8 +150,7 @@ def select_dependent(Cs: np.ndarray, r: int, preferred: Collection[int]) -> np.n
         if need <= 0 or pool.size == 0:
             continue
         M = Cs[:, pool] - Q @ (Q.T @ Cs[:, pool])
-        q, R, piv = sla.qr(M, mode="economic", pivoting=True)
-        diag = np.abs(np.diag(R))
+        piv, diag = pivoted_qr(M)
         scale = max(np.abs(Cs).max(), 1e-300)
         k = int(min(need, np.sum(diag > RANK_TOL * scale)))
         chosen += pool[piv[:k]].tolist()
@@ -210,7 +238,7 @@ def partition_at(
             local = np.array([n for n, j in enumerate(blk.cols) if j not in forced], dtype=int)
             block = Cs[sel][:, local]
             if local.size != r or (r and numerical_rank(
-                    sla.qr(block, mode="r", pivoting=True)[0].diagonal()) < r):
+                    pivoted_qr(block)[1]) < r):
                 chords = ", ".join(model.edge_names[model.chord_edges[i]] for i in blk.chords)
                 raise CompileError(
                     f"partition '{name}': with {', '.join(independent_joints or ())} "
@@ -237,7 +265,7 @@ class Lift:
 
     Attributes:
         E: (nv, n_u) maps independent speeds to all speeds.
-        lu: LU factors of R_p (r × r), reused for the curvature solve.
+        Rp: the dependent block ``S C Π_p`` (r × r), solved again for the curvature.
         cond: condition-number estimate of R_p (2-norm, from its singular values).
         C: (m, nv) the closure Jacobian at q.
         geometry: the closure geometry it was computed from (for Ċv), or None: a
@@ -246,7 +274,7 @@ class Lift:
     """
 
     E: np.ndarray
-    lu: tuple[np.ndarray, np.ndarray] | None
+    Rp: np.ndarray | None
     cond: float
     C: np.ndarray
     geometry: ClosureGeometry | Any | None = None
@@ -267,11 +295,10 @@ def lift_from_jacobian(part: Partition, C: np.ndarray) -> Lift:
         return Lift(E, None, 1.0, C)
     SC = C[part.rows]
     Rp, Ra = SC[:, part.dependent], SC[:, part.independent]
-    lu = sla.lu_factor(Rp, check_finite=False)
-    E[part.dependent] = -sla.lu_solve(lu, Ra, check_finite=False)
+    E[part.dependent] = -np.linalg.solve(Rp, Ra)
     s = np.linalg.svd(Rp, compute_uv=False)
     cond = float(s[0] / s[-1]) if s[-1] > 0 else np.inf
-    return Lift(E, lu, cond, C)
+    return Lift(E, Rp, cond, C)
 
 
 def curvature(model: CompiledModel, part: Partition, q: np.ndarray, u: np.ndarray,
@@ -288,6 +315,6 @@ def curvature(model: CompiledModel, part: Partition, q: np.ndarray, u: np.ndarra
     else:
         cv = closure_jacobian(model, q, v)[2]
     edu = np.zeros(model.nv)
-    if part.rank and L.lu is not None:
-        edu[part.dependent] = -sla.lu_solve(L.lu, cv[part.rows], check_finite=False)
+    if part.rank and L.Rp is not None:
+        edu[part.dependent] = -np.linalg.solve(L.Rp, cv[part.rows])
     return v, edu
