@@ -672,7 +672,7 @@ BAD: list[tuple[str, str, str]] = [
         "no_root",
         doc(bodies="bodies:\n" + LINK + "  - {name: ground, mass: 0}\n"),
         "bodies[0]: bodies link, ground have no path to any root (no fixed or floating body among "
-        "them); expected mark one of them `fixed: true` or `floating: true`",
+        "them); expected one of them marked `fixed: true` or `floating: true`",
     ),
     (
         "island",

@@ -789,7 +789,7 @@ def _check_roots(ctx: _Ctx, record: Record) -> None:
             raise ctx.error(
                 f"bodies[{members[0]}]",
                 f"{who} no path to any root (no fixed or floating body among them)",
-                expected="mark one of them `fixed: true` or `floating: true`, or join them to a "
+                expected="one of them marked `fixed: true` or `floating: true`, or a joint to a "
                 "rooted body",
             )
 
