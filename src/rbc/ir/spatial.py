@@ -59,12 +59,15 @@ QUAT_WXYZ_FROM_XYZW: tuple[int, ...] = (3, 0, 1, 2)
 # ----------------------------------------------------------------------------------------
 
 
+_PERM = np.array(PIN_MOTION_ORDER)
+
+
 def _swap_rows(x: np.ndarray) -> np.ndarray:
     """Swap the two 3-row halves of a (6,) vector or (6, n) matrix (an involution)."""
     x = np.asarray(x, dtype=float)
     if x.ndim not in (1, 2) or x.shape[0] != 6:
         raise ValueError(f"expected a (6,) vector or (6, n) matrix, got shape {x.shape}")
-    return x[list(PIN_MOTION_ORDER)].copy()
+    return x[_PERM]  # fancy indexing copies
 
 
 def to_pinocchio_motion(x: np.ndarray) -> np.ndarray:
@@ -105,8 +108,7 @@ def _swap_operator(a: np.ndarray) -> np.ndarray:
     a = np.asarray(a, dtype=float)
     if a.shape != (6, 6):
         raise ValueError(f"expected a (6, 6) operator, got shape {a.shape}")
-    idx = list(PIN_MOTION_ORDER)
-    return a[np.ix_(idx, idx)].copy()
+    return a[_PERM][:, _PERM]
 
 
 def to_pinocchio_operator(a: np.ndarray) -> np.ndarray:
@@ -306,7 +308,7 @@ def left_jacobian_inverse(delta: pin.SE3 | np.ndarray) -> np.ndarray:
     ``C = J_l(ρ)⁻¹ Σ Ad(Z_i) Ξ_i`` (DESIGN.md §5; Solà et al. 2018, Eq. 41–44 and App. D).
     """
     M = as_se3(delta)
-    return jlog6(M) @ adjoint(M.inverse())
+    return from_pinocchio_operator(pin.Jlog6(M) @ M.inverse().action)
 
 
 def jl_inv(rho: np.ndarray) -> np.ndarray:

@@ -138,11 +138,14 @@ def augmented_geometry(aug: AugmentedTree, data: pin.Data, q: np.ndarray) -> Aug
         D = data.oMf[aug.tree_frame[i]] * data.oMf[aug.chord_frame[i]].inverse()
         delta = T_wb.inverse() * D * T_wb
         rho[6 * i: 6 * i + 6] = sp.log6(delta)
-        Jt, Jc, Jb = (sp.from_pinocchio_motion(pin.getFrameJacobian(pm, data, f, world))
+        Jt, Jc, Jb = (pin.getFrameJacobian(pm, data, f, world)
                       for f in (aug.tree_frame[i], aug.chord_frame[i], aug.body_frame[i]))
-        L = sp.left_jacobian_inverse(delta) @ sp.adjoint(T_wb.inverse())
+        # J_l⁻¹ Ad(T_b_w), then the twist difference, all in Pinocchio order; one re-ordering
+        L_pin = pin.Jlog6(delta) @ delta.inverse().action @ T_wb.inverse().action
+        L = sp.from_pinocchio_operator(L_pin)
         left.append(L)
-        C[6 * i: 6 * i + 6, aug.v_perm] = L @ ((Jt - Jb) - sp.adjoint(D) @ (Jc - Jb))
+        C[6 * i: 6 * i + 6, aug.v_perm] = sp.from_pinocchio_motion(
+            L_pin @ ((Jt - Jb) - D.action @ (Jc - Jb)))
     base = 6 * kin.n_chords
     for c, terms in enumerate(kin.coupling_rows):
         rho[base + c] = sum(coef * q[qi] for _, qi, coef in terms) + kin.coupling_offset[c]

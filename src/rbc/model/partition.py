@@ -26,6 +26,7 @@ pass over the paths).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection
 from dataclasses import dataclass, replace
 from typing import Any
@@ -266,7 +267,8 @@ class Lift:
     Attributes:
         E: (nv, n_u) maps independent speeds to all speeds.
         Rp: the dependent block ``S C Π_p`` (r × r), solved again for the curvature.
-        cond: condition-number estimate of R_p (2-norm, from its singular values).
+        cond: condition number of R_p (2-norm, from its singular values; computed on first
+            use — the motion lift needs it, the dynamics do not).
         C: (m, nv) the closure Jacobian at q.
         geometry: the closure geometry it was computed from (for Ċv), or None: a
             :class:`~rbc.model.kinematics.ClosureGeometry` or an
@@ -275,9 +277,15 @@ class Lift:
 
     E: np.ndarray
     Rp: np.ndarray | None
-    cond: float
     C: np.ndarray
     geometry: ClosureGeometry | Any | None = None
+
+    @functools.cached_property
+    def cond(self) -> float:
+        if self.Rp is None or self.Rp.size == 0:
+            return 1.0
+        s = np.linalg.svd(self.Rp, compute_uv=False)
+        return float(s[0] / s[-1]) if s[-1] > 0 else np.inf
 
 
 def lift(model: CompiledModel, part: Partition, q: np.ndarray) -> Lift:
@@ -292,13 +300,11 @@ def lift_from_jacobian(part: Partition, C: np.ndarray) -> Lift:
     E = np.zeros((nv, part.independent.size))
     E[part.independent, np.arange(part.independent.size)] = 1.0
     if part.rank == 0:
-        return Lift(E, None, 1.0, C)
+        return Lift(E, None, C)
     SC = C[part.rows]
     Rp, Ra = SC[:, part.dependent], SC[:, part.independent]
     E[part.dependent] = -np.linalg.solve(Rp, Ra)
-    s = np.linalg.svd(Rp, compute_uv=False)
-    cond = float(s[0] / s[-1]) if s[-1] > 0 else np.inf
-    return Lift(E, Rp, cond, C)
+    return Lift(E, Rp, C)
 
 
 def curvature(model: CompiledModel, part: Partition, q: np.ndarray, u: np.ndarray,
