@@ -24,6 +24,7 @@ from the dependent equations ``(S C_p)ᵀ λ = (M a + h − τ)_p`` (cut coordin
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -121,6 +122,39 @@ def _point_jacobian(k: CompiledModel, q: np.ndarray, body: str, xyz
     return np.array(T.translation), J
 
 
+@dataclass(frozen=True)
+class _Coefficients:
+    """Per velocity coordinate: viscous, Coulomb and spring coefficients (joints and their
+    actuators combined); ``q_index`` maps each coordinate to its q entry (springs exist
+    only on 1-coordinate joints, where q and v coincide)."""
+
+    damping: np.ndarray
+    friction: np.ndarray
+    stiffness: np.ndarray
+    rest: np.ndarray
+    q_index: np.ndarray
+
+
+@functools.lru_cache(maxsize=64)
+def _coefficients(k: CompiledModel) -> _Coefficients:
+    damping, friction = np.zeros(k.nv), np.zeros(k.nv)
+    stiffness, rest = np.zeros(k.nv), np.zeros(k.nv)
+    q_index = np.zeros(k.nv, dtype=np.int64)
+    for j in k.record.joints:
+        e = k.edge(j.name)
+        sl = k.v_slice(e)
+        damping[sl] += j.damping
+        friction[sl] += j.friction
+        if j.spring.stiffness and k.kinds[e].nv == 1:
+            stiffness[sl] = j.spring.stiffness
+            rest[sl] = j.spring.rest
+            q_index[sl] = k.q_slice(e).start
+    for a, col in zip(k.record.actuators, ports(k).columns, strict=True):
+        damping[col] += a.viscous
+        friction[col] += a.coulomb
+    return _Coefficients(damping, friction, stiffness, rest, q_index)
+
+
 def passive_efforts(dm: DynamicsModel, q: np.ndarray, v: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray]:
     """Smooth passive efforts τ_p (nv,) and Coulomb efforts τ_c (nv,) at (q, v), gravity excluded.
@@ -131,21 +165,10 @@ def passive_efforts(dm: DynamicsModel, q: np.ndarray, v: np.ndarray
     tension ``T = k(ℓ − ℓ₀) + c ℓ̇`` along the unit vector n from a to b.
     """
     k = dm.kin
-    tau = np.zeros(k.nv)
-    coul = np.zeros(k.nv)
-    for j in k.record.joints:
-        e = k.edge(j.name)
-        sl = k.v_slice(e)
-        if j.damping:
-            tau[sl] -= j.damping * v[sl]
-        if j.friction:
-            coul[sl] -= j.friction * np.sign(v[sl])
-        if j.spring.stiffness and k.kinds[e].nv == 1:
-            tau[sl] -= j.spring.stiffness * (q[k.q_slice(e)] - j.spring.rest)
-    pm = ports(k)
-    for a, col in zip(k.record.actuators, pm.columns, strict=True):
-        tau[col] -= a.viscous * v[col]
-        coul[col] -= a.coulomb * np.sign(v[col])
+    c = _coefficients(k)
+    v = np.asarray(v, dtype=float)
+    tau = -c.damping * v - c.stiffness * (np.asarray(q)[c.q_index] - c.rest)
+    coul = -c.friction * np.sign(v)
     for f in k.record.forces:
         if isinstance(f, JointEffort):
             tau[k.v_slice(k.edge(f.joint))] += f.value

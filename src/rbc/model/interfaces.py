@@ -16,6 +16,7 @@ axes (angular velocity; velocity of the point).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,8 +44,9 @@ class PortMap:
     reduction: np.ndarray
 
 
+@functools.lru_cache(maxsize=64)
 def ports(model: CompiledModel) -> PortMap:
-    """The port map from the record's actuators."""
+    """The port map from the record's actuators (cached per model; models are immutable)."""
     acts = model.record.actuators
     edges = [model.edge(a.joint) for a in acts]
     return PortMap(
