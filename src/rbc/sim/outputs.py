@@ -71,13 +71,13 @@ def plot(result: SimResult, out: Path) -> list[Path]:
                 err = np.linalg.norm(log[key] - log[f"tasks/{name}/reference"], axis=1)
                 ax[0].plot(t, 1e3 * err, label=name)
         ax[0].set_ylabel("task error [mm]")
-        ax[0].legend()
+        ax[0].legend(loc="upper right")
         perr = log["port_reference"] - log["ports"]
         for i, name in enumerate(result.attrs["actuators"]):
             ax[1].plot(t, 1e3 * perr[:, i], label=name)
         ax[1].set_ylabel("port error [mm or mrad]")
         ax[1].set_xlabel("time [s]")
-        ax[1].legend(fontsize="small", ncol=3)
+        ax[1].legend(fontsize="small", ncol=3, loc="upper right")
         fig.suptitle(title + " — tracking error")
         paths.append(_save(fig, out / "tracking.png"))
     fig, ax = plt.subplots(figsize=(8, 4))
@@ -91,7 +91,7 @@ def plot(result: SimResult, out: Path) -> list[Path]:
     ax.set_xlabel("time [s]")
     ax.set_ylabel("port effort [N or N·m]")
     if result.attrs["actuators"]:
-        ax.legend(fontsize="small", ncol=3)
+        ax.legend(fontsize="small", ncol=3, loc="upper right")
     ax.set_title(title + " — efforts (dashed: limits)")
     paths.append(_save(fig, out / "efforts.png"))
     fig, ax = plt.subplots(figsize=(8, 4))
@@ -101,7 +101,7 @@ def plot(result: SimResult, out: Path) -> list[Path]:
     ax.set_xlabel("time [s]")
     ax.set_ylabel("loop gap [m]")
     if result.attrs["gap_names"]:
-        ax.legend(fontsize="small", ncol=3)
+        ax.legend(fontsize="small", ncol=3, loc="upper right")
     ax.set_title(title + " — loop gaps")
     paths.append(_save(fig, out / "loop_gaps.png"))
     return paths
