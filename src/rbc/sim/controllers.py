@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from rbc.errors import RbcError
-from rbc.model.dynamics import DynamicsData, DynamicsModel, actuator_efforts, reduced_terms
 from rbc.model.compiled import Partition
+from rbc.model.dynamics import DynamicsData, DynamicsModel, actuator_efforts, reduced_terms
 from rbc.model.interfaces import actuator_map
 from rbc.sim.reference import LiftedReference
 
