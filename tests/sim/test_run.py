@@ -115,3 +115,28 @@ def test_tracking_controller_needs_a_reference_and_actuators(bundles):
         prepare(bundles["stewart"], SimOptions(controller="pd", duration=0.1))
     with pytest.raises(ReferenceError, match="dependent coordinate"):
         prepare(bundles["stewart"], SimOptions(reference=REFERENCES / "excavator.yaml"))
+
+
+FLOATING = """rbc: 1
+name: floatbar
+gravity: [0, 0, -9.81]
+bodies:
+  - {name: base, floating: true, mass: 2, inertia: [0.1, 0.1, 0.1, 0, 0, 0]}
+  - {name: link, mass: 1, com: [0.1, 0, 0], inertia: [0.01, 0.01, 0.01, 0, 0, 0]}
+joints:
+  - {name: A, type: revolute, parent: base, child: link, axis: [0, 1, 0], initial: 0.3}
+"""
+
+
+def test_fix_root_welds_a_floating_base(tmp_path):
+    from rbc.compiler import compile_to_file
+    from rbc.sim.backends import BackendError
+
+    (tmp_path / "floatbar.yaml").write_text(FLOATING)
+    compile_to_file(tmp_path / "floatbar.yaml", tmp_path / "floatbar.h5")
+    opts = dict(backend="reduced", controller="passive", duration=0.05)
+    with pytest.raises(BackendError, match="--fix-root"):
+        prepare(tmp_path / "floatbar.h5", SimOptions(**opts))
+    r = simulate(prepare(tmp_path / "floatbar.h5", SimOptions(fix_root=True, **opts)))
+    assert r.log["q"].shape[1] == 1  # only the pendulum joint is left
+    assert abs(r.log["q"][-1, 0] - r.log["q"][0, 0]) > 1e-3  # and it swings

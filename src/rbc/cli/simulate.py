@@ -60,6 +60,9 @@ def simulate_command(
     reference_dt: Annotated[float, typer.Option(
         help="Grid spacing [s] of the reference lift and feedforward table.")] = 0.01,
     partition: Annotated[str | None, typer.Option(help="Stored partition name.")] = None,
+    fix_root: Annotated[bool, typer.Option(
+        "--fix-root", help="Weld floating roots to the world (fixed-base experiments).")
+    ] = False,
     out: Annotated[Path | None, typer.Option(
         "--out", help="Directory for log.h5, summary.json and plots.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")
@@ -78,7 +81,7 @@ def simulate_command(
         initial=dict(_pairs(assignments, "--set")), velocity=dict(_pairs(velocity, "--velocity")),
         payload=tuple(_pairs(payload, "--payload")), inertia_scale=inertia_scale,
         bandwidth=bandwidth, zeta=zeta, kp=dict(_pairs(kp, "--kp")), kd=dict(_pairs(kd, "--kd")),
-        integrator=integrator, partition=partition)
+        integrator=integrator, partition=partition, fix_root=fix_root)
     err = Console(stderr=True)
     labels = {"lift": "lifting the reference", "ff": "feedforward table",
               "simulate": f"simulating ({backend})"}

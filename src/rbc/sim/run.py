@@ -65,6 +65,7 @@ class SimOptions:
         payload: ``((body, kg), …)``; inertia_scale: plant mass/inertia factor.
         bandwidth [Hz], zeta, kp, kd: gains (module :mod:`rbc.sim.controllers`).
         integrator: reduced backend integrator; partition: stored partition name.
+        fix_root: weld floating roots to the world (fixed-base experiments; recompiles).
     """
 
     backend: str = "reduced"
@@ -84,6 +85,7 @@ class SimOptions:
     kd: Mapping[str, float] = field(default_factory=dict)
     integrator: str = "rk4"
     partition: str | None = None
+    fix_root: bool = False
 
 
 @dataclass(eq=False)
@@ -130,6 +132,32 @@ def _speeds(kin: CompiledModel, part: Partition, velocity: Mapping[str, float]) 
     return u
 
 
+def welded(kin: CompiledModel) -> CompiledModel:
+    """The model recompiled with every floating body welded to the world (``--fix-root``).
+
+    The record text is changed (``floating: true`` → ``fixed: true``; a fixed body's frame is
+    the world frame) and compiled with the default options into a temporary bundle.
+
+    Raises:
+        RbcError: the welded record does not compile (e.g. its loops no longer close).
+    """
+    import tempfile
+
+    import yaml
+
+    from rbc.compiler import compile_to_file
+
+    doc = yaml.safe_load(kin.record.text)
+    for body in doc.get("bodies", []):
+        if body.pop("floating", False):
+            body["fixed"] = True
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / Path(kin.record.source).name
+        src.write_text(yaml.safe_dump(doc, sort_keys=False))
+        compile_to_file(src, Path(tmp) / "welded.h5")
+        return CompiledModel.from_bundle(Path(tmp) / "welded.h5")
+
+
 def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = None) -> Prepared:
     """Check a request and build the controller and initial state (module docstring).
 
@@ -144,6 +172,8 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
         raise SimulationError(f"unknown controller '{opts.controller}'; valid: "
                               f"{', '.join(CONTROLLERS)}")
     kin = CompiledModel.from_bundle(bundle)
+    if opts.fix_root and any(b.kind == "floating" for b in kin.record.bodies):
+        kin = welded(kin)
     part = get_partition(kin, opts.partition)
     acts = kin.record.actuators
     if opts.controller != "passive" and not acts:
@@ -157,6 +187,7 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
         raise UsageError("--set/--velocity conflict with --reference: the reference's first "
                          "knot fixes the initial state")
     plant = plant_model(kin, opts.payload, opts.inertia_scale)
+    backend.check(plant, part)
     dm = DynamicsModel.build(kin)
     lower, upper = effort_limits(dm)
     ref: LiftedReference | None = None

@@ -79,6 +79,14 @@ class Backend(ABC):
         self.work_passive = 0.0
         self.steps = 0
 
+    @classmethod
+    def check(cls, plant: CompiledModel, part: Partition) -> None:
+        """Raise :class:`BackendError` if this backend cannot run the model (before a run).
+
+        The default accepts every model; the exports raise their own errors on build.
+        """
+        return None
+
     @abstractmethod
     def advance(self, f: np.ndarray, steps: int) -> None:
         """Advance ``steps`` physics steps with port efforts f (n_act,) held."""

@@ -61,12 +61,9 @@ class ReducedBackend(Backend):
         self.integrator = integrator
         self.dm = DynamicsModel.build(plant)
         self.data = DynamicsData.of(self.dm)
+        self.check(plant, part)
         self.close = Closer(plant, part, q0)
         self.x = independent_values(plant, part, q0)
-        if np.any(np.isnan(self.x)):
-            raise BackendError("the reduced backend integrates the independent coordinates' "
-                               "values; this partition has spherical/free independent "
-                               f"coordinates ({', '.join(part.joints)})")
         self.u = np.asarray(v0, dtype=float)[part.independent]
         self.q = self.close.q
         self.pm = ports(plant)
@@ -76,6 +73,15 @@ class ReducedBackend(Backend):
                                 for j in plant.record.joints) or plant.record.forces
                             or any(a.viscous or a.coulomb for a in plant.record.actuators))
         self.evaluations = 0
+
+    @classmethod
+    def check(cls, plant, part) -> None:
+        """Scalar independent coordinates only (the state is their values)."""
+        if np.any(np.isnan(independent_values(plant, part, part.q_ref))):
+            raise BackendError("the reduced backend integrates the independent coordinates' "
+                               "values; this partition has spherical/free independent "
+                               f"coordinates ({', '.join(part.joints)}); for a floating "
+                               "base use --fix-root or another backend")
 
     # ----------------------------------------------------------------- dynamics
     def _rhs(self, x: np.ndarray, u: np.ndarray, f: np.ndarray) -> np.ndarray:
