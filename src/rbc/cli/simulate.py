@@ -110,8 +110,8 @@ def simulate_command(
         con.print(f"  tracking RMS {name}: {1e3 * rms:.4g} mm")
     for name, peak in s["peak_effort"].items():
         lo, hi = s["effort_limits"][name]
-        con.print(f"  {name}: port RMS {s['port_rms'].get(name, float('nan')):.3g}, peak "
-                  f"effort {peak:.4g} (limits {lo:g}..{hi:g})")
+        rms = f"port RMS {s['port_rms'][name]:.3g}, " if name in s["port_rms"] else ""
+        con.print(f"  {name}: {rms}peak effort {peak:.4g} (limits {lo:g}..{hi:g})")
     con.print(f"  clipped steps {s['clipped_steps']}, max loop gap {s['max_loop_gap']:.3g} m, "
               f"energy ledger residual {s['energy_ledger_residual']:.3g} J")
     if out is not None:

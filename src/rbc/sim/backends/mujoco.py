@@ -35,6 +35,11 @@ class MujocoBackend(Backend):
 
     name = "mujoco"
 
+    @classmethod
+    def check(cls, plant, part) -> None:
+        """The model must export (no helical joints, ports on tree joints, …)."""
+        export_mjcf(plant, part)
+
     def __init__(self, plant, part, q0, v0, dt, **options) -> None:
         super().__init__(plant, part, q0, v0, dt)
         exp = export_mjcf(plant, replace(part, q_ref=np.asarray(q0, dtype=float)), timestep=dt)

@@ -34,6 +34,11 @@ class PinocchioBackend(Backend):
 
     name = "pinocchio"
 
+    @classmethod
+    def check(cls, plant, part) -> None:
+        """The cut joints must have Pinocchio constraint models (spherical, fixed, revolute)."""
+        pinocchio_model(plant, part)
+
     def __init__(self, plant, part, q0, v0, dt, **options) -> None:
         super().__init__(plant, part, q0, v0, dt)
         self.pmod = pinocchio_model(plant, part)
