@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import yaml
-from scipy.interpolate import CubicHermiteSpline, CubicSpline
+from scipy.interpolate import CubicSpline
 
 from rbc.errors import RbcError
 from rbc.model.closure import ClosureError
@@ -202,19 +202,21 @@ class LiftedReference:
         x, xd = self.tasks[name]
         return _hermite(self.time, x, xd, t)[0]
 
-    def sample(self, t: float) -> int:
-        """Index of the grid sample at or before t."""
-        return int(np.clip(np.searchsorted(self.time, t + 1e-12) - 1, 0, self.time.size - 1))
-
 
 def _hermite(tg: np.ndarray, y: np.ndarray, yd: np.ndarray, t: float
              ) -> tuple[np.ndarray, np.ndarray]:
-    k = int(np.clip(np.searchsorted(tg, t) - 1, 0, tg.size - 2)) if tg.size > 1 else 0
+    """Cubic Hermite value and rate at t through samples ``(tg, y, ẏ)`` (clamped to the grid)."""
     if tg.size == 1 or t >= tg[-1]:
-        k = tg.size - 1
-        return y[k].copy(), yd[k].copy() if t <= tg[-1] else np.zeros_like(yd[k])
-    h = CubicHermiteSpline(tg[k: k + 2], y[k: k + 2], yd[k: k + 2], axis=0)
-    return h(t), h(t, 1)
+        return y[-1].copy(), yd[-1].copy()
+    k = max(int(np.searchsorted(tg, t, side="right")) - 1, 0)
+    h = tg[k + 1] - tg[k]
+    s = (max(t, tg[0]) - tg[k]) / h
+    s2, s3 = s * s, s * s * s
+    val = ((2 * s3 - 3 * s2 + 1) * y[k] + (s3 - 2 * s2 + s) * h * yd[k]
+           + (3 * s2 - 2 * s3) * y[k + 1] + (s3 - s2) * h * yd[k + 1])
+    rate = ((6 * s2 - 6 * s) * (y[k] - y[k + 1]) / h + (3 * s2 - 4 * s + 1) * yd[k]
+            + (3 * s2 - 2 * s) * yd[k + 1])
+    return val, rate
 
 
 def lift_reference(model: CompiledModel, part: Partition, ref: SplinedReference,
