@@ -25,27 +25,67 @@ def _slope(model: str, slope: float | None) -> float:
     return default_slope(model) if slope is None else slope
 
 
+def _true_plant_requested(controller: str, safety: str, words: dict) -> bool:
+    """Whether ``run`` needs the true-plant simulator (a learning controller, a filter,
+    any mismatch or environment option)."""
+    defaults = {"payload": 0.0, "mass_scale": 1.0, "effectiveness": "1", "bias": "0",
+                "friction": 0.0, "stick_slip": False, "ice": (), "trip": (), "push": ()}
+    return (controller not in ("passive", "fl") or safety != "none"
+            or any(words[k] != v for k, v in defaults.items()))
+
+
 @app.command()
 def run(
     model: str = typer.Option("compass", "--model", help="walker model name"),
-    controller: str = typer.Option("passive", "--controller", help="passive or fl"),
+    controller: str = typer.Option(
+        "passive", "--controller", help="passive, fl, adaptive, rise or composite"),
     slope: float | None = typer.Option(None, "--slope", help="slope [rad] (default: model's)"),
     strides: int = typer.Option(10, "--strides", help="number of strides"),
     out: Path | None = typer.Option(None, "--out", help="directory for log, PNG and GIF"),
     dt: float | None = typer.Option(None, "--dt", help="RK4 step [s]"),
     json_out: bool = typer.Option(False, "--json", help="machine-readable output"),
+    payload: float = typer.Option(0.0, "--payload", help="true plant: payload at the "
+                                  "heaviest link [kg]"),
+    mass_scale: float = typer.Option(1.0, "--mass-scale", help="true plant: mass and "
+                                     "inertia factor"),
+    effectiveness: str = typer.Option("1", "--effectiveness", help="actuator effectiveness "
+                                      "eta, one value or a:b:c:d"),
+    bias: str = typer.Option("0", "--bias", help="actuator bias b [N m], one value or a:b:c:d"),
+    friction: float = typer.Option(0.0, "--friction", help="joint Coulomb friction [N m] "
+                                   "(Stribeck knee, viscous drag)"),
+    stick_slip: bool = typer.Option(False, "--stick-slip", help="stance foot may slip"),
+    ice: list[str] = typer.Option([], "--ice", help="ice patch X0:X1:MU (repeatable)"),
+    trip: list[str] = typer.Option([], "--trip", help="swing-foot impulse "
+                                   "STRIDE:TIME:FX:FY [-, s, N s] (repeatable)"),
+    push: list[str] = typer.Option([], "--push", help="head impulse STRIDE:TIME:FX:FY"),
+    safety_filter: str = typer.Option("none", "--safety-filter",
+                                      help="none, projection or qp (ECBF filter)"),
 ) -> None:
     """Simulate STRIDES strides and print stride metrics."""
     from rich.progress import Progress
 
-    from rbc.walkers.api import run_walk
+    from rbc.walkers.api import RUN_CONTROLLERS, make_scenario, run_plant, run_walk
+    from rbc.walkers.errors import WalkerError
     from rbc.walkers.metrics import summary, write_log
 
+    if controller not in RUN_CONTROLLERS:
+        raise WalkerError(f"unknown controller '{controller}'", choices=RUN_CONTROLLERS,
+                          got=controller)
+    words = {"payload": payload, "mass_scale": mass_scale, "effectiveness": effectiveness,
+             "bias": bias, "friction": friction, "stick_slip": stick_slip,
+             "ice": tuple(ice), "trip": tuple(trip), "push": tuple(push)}
     alpha = _slope(model, slope)
     with Progress(console=_err, transient=True, disable=json_out) as prog:
         task = prog.add_task(f"walking {model}", total=strides)
-        res = run_walk(model, controller, alpha, strides, dt=dt,
-                       progress=lambda i: prog.update(task, completed=i + 1))
+
+        def tick(i: int) -> None:
+            prog.update(task, completed=i + 1)
+
+        if _true_plant_requested(controller, safety_filter, words):
+            res = run_plant(model, controller, alpha, strides, make_scenario(**words),
+                            safety=safety_filter, dt=dt, progress=tick)
+        else:
+            res = run_walk(model, controller, alpha, strides, dt=dt, progress=tick)
     summ = summary(res)
     files = []
     if out is not None:
@@ -72,6 +112,60 @@ def run(
     Console().print(table)
     status = f"fell: {summ['fall_reason']}" if summ["fell"] else "no fall"
     typer.echo(f"{summ['strides_completed']} strides completed, {status}")
+    if "tracking_ema" in summ:
+        typer.echo(f"tracking EMA |y|^2: {summ['tracking_ema']:.3e} rad^2")
+    for f in files:
+        typer.echo(f"wrote {f}")
+
+
+@app.command()
+def batch(
+    model: str = typer.Option("rabbit", "--model", help="walker model name"),
+    samples: int = typer.Option(100, "--samples", help="Monte Carlo samples"),
+    strides: int = typer.Option(20, "--strides", help="strides per walk"),
+    seed: int = typer.Option(0, "--seed", help="root seed (sample i: SeedSequence child i)"),
+    workers: int = typer.Option(2, "--workers", help="worker processes"),
+    controllers: str = typer.Option("fl,adaptive,rise,composite", "--controllers",
+                                    help="comma-separated controller names"),
+    dask_scheduler: str | None = typer.Option(None, "--dask-scheduler",
+                                              help="dask.distributed scheduler address"),
+    out: Path | None = typer.Option(None, "--out", help="directory for summary.json and "
+                                    "batch.png"),
+    json_out: bool = typer.Option(False, "--json", help="machine-readable output"),
+) -> None:
+    """Monte Carlo batch: fall rate, tracking EMA and contraction per controller."""
+    from rich.progress import Progress
+
+    from rbc.walkers.batch import BatchConfig, run_batch
+
+    cfg = BatchConfig(model=model, controllers=tuple(c for c in controllers.split(",") if c),
+                      samples=samples, strides=strides, seed=seed)
+    with Progress(console=_err, transient=True) as prog:
+        task = prog.add_task("batch", total=samples * len(cfg.controllers))
+        summ = run_batch(cfg, workers=workers, dask_scheduler=dask_scheduler,
+                         progress=lambda done, total: prog.update(task, completed=done))
+    files = []
+    if out is not None:
+        from rbc.walkers.plots import batch_plot
+
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").write_text(json.dumps(summ, indent=1))
+        files = [str(out / "summary.json"), batch_plot(summ, out / "batch.png")]
+    if json_out:
+        typer.echo(json.dumps(summ))
+        return
+    table = Table(title=f"{model}: {samples} samples x {strides} strides, seed {seed}")
+    for col in ("controller", "fall rate", "EMA mean [rad^2]", "EMA median", "rho"):
+        table.add_column(col, justify="right")
+
+    def fmt(v, spec):
+        return "-" if v is None else format(v, spec)
+
+    for c, d in summ["controllers"].items():
+        table.add_row(c, f"{d['fall_rate']:.2f}", fmt(d["ema_mean"], ".3e"),
+                      fmt(d["ema_median"], ".3e"), fmt(d["contraction"], ".3f"))
+    Console().print(table)
+    typer.echo(f"wall time {summ['wall_time']:.1f} s")
     for f in files:
         typer.echo(f"wrote {f}")
 

@@ -99,3 +99,88 @@ def find_gait(name: str, controller: str, slope: float, dt: float | None = None)
         return find_fixed_point(pmap, x0, tol=1e-9)
     return find_fixed_point(stride_map(model, ctrl, slope,
                                        dt or float(model.params.get("dt", 1e-3))), x0)
+
+
+RUN_CONTROLLERS = ("passive", "fl", "adaptive", "rise", "composite")
+
+
+def _parse_floats(text: str, what: str, count: int) -> tuple[float, ...]:
+    try:
+        vals = tuple(float(v) for v in text.split(":"))
+    except ValueError as err:
+        raise WalkerError(f"{what} '{text}': expected {count} numbers separated by ':'") from err
+    if len(vals) != count:
+        raise WalkerError(f"{what} '{text}': expected {count} numbers separated by ':'")
+    return vals
+
+
+def make_scenario(payload: float = 0.0, mass_scale: float = 1.0,
+                  effectiveness: str = "1", bias: str = "0", friction: float = 0.0,
+                  stick_slip: bool = False, ice: tuple[str, ...] = (), trip: tuple[str, ...] = (),
+                  push: tuple[str, ...] = (), mu: float = 0.7):
+    """A :class:`rbc.walkers.plant_sim.Scenario` from command-line words.
+
+    Args:
+        payload: [kg]. mass_scale: [-]. effectiveness, bias: one value or ``a:b:c:d`` per
+            actuator [-, N m]. friction: Coulomb joint torque [N m] (0: none).
+        stick_slip: contact may slip. ice: ``X0:X1:MU`` patches [m, m, -].
+        trip / push: ``STRIDE:TIME:FX:FY`` impulses at the swing foot / the head [-, s, N s].
+        mu: ground friction off the patches.
+
+    Raises:
+        WalkerError: malformed words or values.
+    """
+    from rbc.walkers.environment import Ground, Impulse, JointFriction
+    from rbc.walkers.plant import Mismatch
+    from rbc.walkers.plant_sim import Scenario
+
+    def vec(text: str, what: str):
+        try:
+            v = tuple(float(a) for a in text.split(":"))
+        except ValueError as err:
+            raise WalkerError(f"{what} '{text}' is not a number list") from err
+        return v[0] if len(v) == 1 else v
+
+    mm = Mismatch(mass_scale=mass_scale, payload=payload,
+                  effectiveness=vec(effectiveness, "effectiveness"), bias=vec(bias, "bias"))
+    patches = tuple(_parse_floats(p, "ice patch", 3) for p in ice)
+    kicks = []
+    for words, where in ((trip, "swing_foot"), (push, "head")):
+        for w in words:
+            k, t, fx, fy = _parse_floats(w, f"impulse at {where}", 4)
+            kicks.append(Impulse(int(k), t, where, (fx, fy)))
+    fr = JointFriction(tau_c=friction) if friction > 0 else None
+    return Scenario(mm, fr, Ground(mu, patches, stick_slip or bool(patches)), tuple(kicks))
+
+
+def run_plant(name: str, controller: str, slope: float, strides: int, scenario,
+              safety: str = "none", dt: float | None = None, progress=None):
+    """Walk model ``name`` on the true plant of ``scenario`` (:mod:`rbc.walkers.plant_sim`).
+
+    Args:
+        controller: one of :data:`rbc.walkers.plant_sim.PLANT_CONTROLLERS`.
+        safety: one of :data:`rbc.walkers.safety.FILTERS`.
+
+    Raises:
+        WalkerError: unknown model/controller/filter, a footed model, bad start.
+    """
+    from rbc.walkers.plant import ControlContext
+    from rbc.walkers.plant_sim import PLANT_CONTROLLERS, walk_plant
+    from rbc.walkers.safety import FILTERS, SafetyFilter
+    from rbc.walkers.vc import vc_initial_state
+
+    model = load_model(name)
+    if controller not in PLANT_CONTROLLERS:
+        raise WalkerError(f"unknown controller '{controller}' for the true-plant simulator",
+                          choices=PLANT_CONTROLLERS, got=controller)
+    if safety not in FILTERS:
+        raise WalkerError(f"unknown safety filter '{safety}'", choices=FILTERS, got=safety)
+    if _is_footed(model):
+        raise WalkerError(f"model '{name}' is footed: the true-plant simulator (mismatch, "
+                          "environments, learning controllers) covers point-foot walkers",
+                          choices=["rabbit"])
+    ctx = ControlContext.from_model(model, slope, dt or float(model.params.get("dt", 1e-3)))
+    filt = None if safety == "none" else SafetyFilter(ctx, safety)
+    rate = float(model.params["controller"].get("initial_phase_rate", 1.0))
+    x0 = vc_initial_state(ctx.extra["fl"], rate)
+    return walk_plant(ctx, controller, scenario, x0, strides, safety=filt, progress=progress)

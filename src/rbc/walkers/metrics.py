@@ -20,7 +20,10 @@ from rbc.walkers.simulate import WalkResult
 def stride_metrics(res: WalkResult) -> list[dict[str, Any]]:
     """Per-stride metrics: ``index``, ``length`` [m], ``duration`` [s], ``speed`` [m/s],
     ``impulse_normal``/``impulse_tangential`` [N s], ``cone_utilization`` (``|F_T|/(mu
-    F_N)``), ``liftoff_velocity`` [m/s], ``checks_ok``; footed walkers add ``cop`` [m from
+    F_N)``), ``liftoff_velocity`` [m/s], ``checks_ok``; true-plant walks
+    (:mod:`rbc.walkers.plant_sim`) add ``slip`` (base slide in the stance [m]),
+    ``friction_work`` (joint + sliding friction [J]), ``actuator_work`` [J], ``mu``; footed
+    walkers add ``cop`` [m from
     the toe], ``cop_ok``, ``slap_moment`` [N m s], ``heel_rise_energy_jump`` [J]."""
     out = []
     for i, s in enumerate(res.strides):
@@ -35,6 +38,9 @@ def stride_metrics(res: WalkResult) -> list[dict[str, Any]]:
             "liftoff_velocity": float(s.impact.liftoff_velocity),
             "checks_ok": bool(s.impact.ok and s.extra.get("cop_ok", True)),
         }
+        if "slip" in s.extra:
+            d.update(slip=float(s.extra["slip"]), friction_work=float(s.extra["friction_work"]),
+                     actuator_work=float(s.extra["actuator_work"]), mu=float(s.extra["mu"]))
         if "cop" in s.extra:
             e0, e1 = s.extra["heel_rise_energy"]
             d.update(cop=float(s.extra["cop"]), cop_ok=bool(s.extra["cop_ok"]),
@@ -45,9 +51,44 @@ def stride_metrics(res: WalkResult) -> list[dict[str, Any]]:
 
 
 def summary(res: WalkResult) -> dict[str, Any]:
-    """Run summary: ``strides_completed``, ``fell``, ``fall_reason``, ``strides``."""
-    return {"strides_completed": len(res.strides), "fell": bool(res.fell),
-            "fall_reason": res.fall_reason, "strides": stride_metrics(res)}
+    """Run summary: ``strides_completed``, ``fell``, ``fall_reason``, ``strides``; true-plant
+    walks add ``tracking_ema`` (final EMA of ``|y|^2`` [rad^2]) and ``contraction``."""
+    out = {"strides_completed": len(res.strides), "fell": bool(res.fell),
+           "fall_reason": res.fall_reason, "strides": stride_metrics(res)}
+    ema = getattr(res, "ema", None)
+    if ema is not None and len(ema):
+        out["tracking_ema"] = float(ema[-1])
+        out["contraction"] = contraction_estimate(res.poincare)
+    return out
+
+
+def contraction_terms(samples: np.ndarray, skip: int = 1) -> tuple[float, float]:
+    """Least-squares terms of ``|x_{k+1} - x*| ~ rho |x_k - x*|`` over post-impact samples.
+
+    ``x*`` is the last sample (the gait the run settled on); pairs whose successor is the
+    last sample itself are excluded (their residual is 0 by construction), as are the first
+    ``skip`` samples (the start transient from the design-model initial state).
+
+    Args:
+        samples: (K, 2n) post-impact states.
+
+    Returns:
+        ``(sum a_k b_k, sum a_k^2)`` with ``a_k = |x_k - x*|``, ``b_k = |x_{k+1} - x*|``;
+        pooled over runs, ``rho = sum ab / sum aa``.
+    """
+    samples = np.asarray(samples, dtype=float)
+    if len(samples) < skip + 3:
+        return 0.0, 0.0
+    d = np.linalg.norm(samples[skip:-1] - samples[-1], axis=1)
+    a, b = d[:-1], d[1:]
+    return float(a @ b), float(a @ a)
+
+
+def contraction_estimate(samples: np.ndarray, skip: int = 1) -> float | None:
+    """``rho`` of :func:`contraction_terms` for one run (None with fewer than skip+3
+    samples or a run already at its fixed point)."""
+    ab, aa = contraction_terms(samples, skip)
+    return ab / aa if aa > 0 else None
 
 
 def write_log(res: WalkResult, path) -> str:

@@ -93,3 +93,39 @@ def animation(res: WalkResult, path: str | Path, max_frames: int = 60, fps: int 
             writer.grab_frame()
     plt.close(fig)
     return str(path)
+
+
+def batch_plot(summary: dict, path: str | Path) -> str:
+    """Monte Carlo batch figure (PNG): fall rate, tracking EMA distribution and the
+    contraction scatter ``sum a_k b_k`` vs ``sum a_k^2`` per controller; returns path.
+
+    Args:
+        summary: the dict of :func:`rbc.walkers.batch.summarize`.
+    """
+    plt = _pyplot()
+    per = summary["controllers"]
+    names = list(per)
+    fig, ax = plt.subplots(1, 3, figsize=(12, 3.8))
+    ax[0].bar(names, [per[c]["fall_rate"] for c in names], color="tab:red")
+    ax[0].set_ylabel("fall rate")
+    ax[0].set_ylim(0, 1)
+    emas = [[r["tracking_ema"] for r in summary["runs"]
+             if r["controller"] == c and not r["fell"]] or [np.nan] for c in names]
+    ax[1].boxplot(emas)
+    ax[1].set_xticks(range(1, len(names) + 1), names)
+    ax[1].set_yscale("log")
+    ax[1].set_ylabel("tracking EMA of |y|^2 [rad^2]")
+    for c in names:
+        rs = [r for r in summary["runs"] if r["controller"] == c and not r["fell"]]
+        ax[2].scatter([r["contraction_aa"] for r in rs], [r["contraction_ab"] for r in rs],
+                      s=8, label=f"{c}: rho={per[c]['contraction'] or float('nan'):.3f}")
+    ax[2].set_xlabel("sum |x_k - x*|^2")
+    ax[2].set_ylabel("sum |x_k - x*| |x_k+1 - x*|")
+    ax[2].legend(fontsize=7)
+    cfg = summary["config"]
+    fig.suptitle(f"{cfg['model']}: {cfg['samples']} samples x {cfg['strides']} strides, "
+                 f"seed {cfg['seed']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return str(path)
