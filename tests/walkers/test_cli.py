@@ -60,3 +60,40 @@ def test_errors_are_rbc_errors_with_choices(args, needle):
     assert r.exit_code != 0
     assert isinstance(r.exception, RbcError)
     assert needle in str(r.exception)
+
+
+def test_run_true_plant_options_json():
+    r = runner.invoke(app, ["run", "--model", "rabbit", "--controller", "composite",
+                            "--payload", "3", "--bias", "4:-4:4:-4", "--effectiveness", "0.9",
+                            "--friction", "2", "--strides", "2", "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["strides_completed"] == 2 and not d["fell"]
+    assert d["tracking_ema"] > 0
+    assert all(s["friction_work"] > 0 and s["slip"] == 0.0 for s in d["strides"])
+
+
+def test_run_safety_filter_and_push_via_cli():
+    r = runner.invoke(app, ["run", "--model", "rabbit", "--controller", "fl", "--strides", "2",
+                            "--push", "1:0.15:5:0", "--safety-filter", "qp", "--json"])
+    assert r.exit_code == 0, r.output
+    assert not json.loads(r.stdout)["fell"]
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["run", "--model", "rabbit", "--controller", "lbd"], "adaptive, rise, composite"),
+    (["run", "--model", "rabbit", "--controller", "fl", "--safety-filter", "lp"],
+     "none, projection, qp"),
+    (["run", "--model", "humanoid", "--controller", "rise"], "rabbit"),
+    (["run", "--model", "rabbit", "--controller", "fl", "--ice", "1:2"], "3 numbers"),
+])
+def test_true_plant_errors_list_choices(args, needle):
+    r = runner.invoke(app, args)
+    assert isinstance(r.exception, RbcError)
+    assert needle in str(r.exception)
+
+
+def test_unknown_controller_exits_2_through_main():
+    from rbc.cli.main import main
+
+    assert main(["walk", "run", "--model", "rabbit", "--controller", "nope"]) == 2
