@@ -140,3 +140,19 @@ def test_fix_root_welds_a_floating_base(tmp_path):
     r = simulate(prepare(tmp_path / "floatbar.h5", SimOptions(fix_root=True, **opts)))
     assert r.log["q"].shape[1] == 1  # only the pendulum joint is left
     assert abs(r.log["q"][-1, 0] - r.log["q"][0, 0]) > 1e-3  # and it swings
+
+
+def test_plant_mismatch_changes_only_the_plant_inertia(bundles):
+    from rbc.model.compiled import CompiledModel
+    from rbc.sim.mismatch import plant_model
+
+    kin = CompiledModel.from_bundle(bundles["stewart"])
+    plant = plant_model(kin, (("platform", 14.0), ("platform", 1.0)), inertia_scale=2.0)
+    nominal = {b.name: b for b in kin.record.bodies}
+    for b in plant.record.bodies:
+        extra = 15.0 if b.name == "platform" else 0.0
+        assert b.mass == pytest.approx(2.0 * nominal[b.name].mass + extra)
+        assert b.inertia == pytest.approx(tuple(2.0 * x for x in nominal[b.name].inertia))
+        assert b.com == nominal[b.name].com  # the payload sits at the COM
+    assert plant.record.joints == kin.record.joints  # kinematics untouched
+    assert plant_model(kin) is kin
