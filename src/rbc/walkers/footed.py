@@ -192,8 +192,20 @@ def _deriv(ctrl: PhaseFL):
     return deriv
 
 
+def _plant_deriv(model: WalkerModel, act, alpha: float):
+    """True-plant vector field ``xdot = [qd, D^-1 (B act(u) - H - G)]`` for a held ``u``."""
+    from rbc.walkers.swing import forward_dynamics
+
+    n = model.n
+
+    def deriv(x: np.ndarray, u):
+        return np.concatenate([x[n:], forward_dynamics(model, x[:n], x[n:], act(u), alpha)]), u
+
+    return deriv
+
+
 def walk_footed(walker: FootedWalker, x0: np.ndarray, strides: int, dt: float | None = None,
-                t_max: float = 3.0, progress=None) -> WalkResult:
+                t_max: float = 3.0, progress=None, plant=None, controller=None) -> WalkResult:
     """Simulate the footed walker from the flat-foot state ``x0`` (18,).
 
     Each stride: flat foot until ``s = s_hr`` (heel rise), toe roll until the flat swing
@@ -205,10 +217,22 @@ def walk_footed(walker: FootedWalker, x0: np.ndarray, strides: int, dt: float | 
     the toe [m]), ``slap_moment`` [N m s], ``cop_ok``, ``toe_roll_duration`` [s],
     ``flat_cop_range`` (min, max flat-foot CoP [m], sampled every step).
 
+    With ``plant = (true_model, actuation)`` and ``controller(phase, t, x) -> u`` (phase 0
+    flat foot, 1 toe roll; sampled once per step and held) the true plant is integrated
+    instead of the built-in design-model closed loop, and the ground reaction, the checks
+    and the touchdown impact use the true model (:mod:`rbc.walkers.plant`).
+
     Raises:
         WalkerError: the initial state cannot start a stride.
     """
-    m, d = walker.model, walker.design
+    d = walker.design
+    m = walker.model if plant is None else plant[0]
+    if controller is None:
+        derivs, holds = (_deriv(walker.flat), _deriv(walker.toe)), (None, None)
+    else:
+        derivs = (_plant_deriv(m.frozen(N_FLAT), plant[1], walker.alpha),
+                  _plant_deriv(m, plant[1], walker.alpha))
+        holds = (lambda t, x: controller(0, t, x), lambda t, x: controller(1, t, x))
     g = m.params["gait"]
     dt = float(g.get("dt", 5e-4)) if dt is None else dt
     phi0 = foot_angle_flat(m)
@@ -258,7 +282,7 @@ def walk_footed(walker: FootedWalker, x0: np.ndarray, strides: int, dt: float | 
                         f"toe, outside the sole [-{L}, 0]")
             return None
 
-        seg1 = integrate_until(_deriv(walker.flat), x, dt, t_max, guard_hr, watch_flat)
+        seg1 = integrate_until(derivs[0], x, dt, t_max, guard_hr, watch_flat, hold=holds[0])
         x10 = np.concatenate([seg1.x[:, :N_FLAT], np.full((len(seg1.t), 1), q_foot),
                               seg1.x[:, N_FLAT:], np.zeros((len(seg1.t), 1))], axis=1)
         ts.append(seg1.t + t0)
@@ -301,7 +325,7 @@ def walk_footed(walker: FootedWalker, x0: np.ndarray, strides: int, dt: float | 
                 return "slip: toe force outside the friction cone"
             return None
 
-        seg2 = integrate_until(_deriv(walker.toe), xt, dt, t_max, guard_td, watch_toe)
+        seg2 = integrate_until(derivs[1], xt, dt, t_max, guard_td, watch_toe, hold=holds[1])
         ts.append(seg2.t + t1)
         xs.append(seg2.x)
         us.append(seg2.u)
@@ -339,6 +363,6 @@ def walk_footed(walker: FootedWalker, x0: np.ndarray, strides: int, dt: float | 
         x, q_foot = x_plus, float(qp[9])
         if progress is not None:
             progress(i)
-    return WalkResult(m, walker.alpha, recs, fell, reason, np.concatenate(ts),
+    return WalkResult(walker.model, walker.alpha, recs, fell, reason, np.concatenate(ts),
                       np.concatenate(xs), np.concatenate(us), np.concatenate(idx),
                       np.concatenate(bases), np.concatenate(phases))
