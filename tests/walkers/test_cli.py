@@ -84,7 +84,8 @@ def test_run_safety_filter_and_push_via_cli():
     (["run", "--model", "rabbit", "--controller", "lbd"], "adaptive, rise, composite"),
     (["run", "--model", "rabbit", "--controller", "fl", "--safety-filter", "lp"],
      "none, projection, qp"),
-    (["run", "--model", "humanoid", "--controller", "rise"], "rabbit"),
+    (["run", "--model", "humanoid", "--controller", "rise"], "fl, lbdnn, composite"),
+    (["run", "--model", "humanoid", "--controller", "lbdnn", "--friction", "1"], "rabbit"),
     (["run", "--model", "rabbit", "--controller", "fl", "--ice", "1:2"], "3 numbers"),
 ])
 def test_true_plant_errors_list_choices(args, needle):
@@ -97,3 +98,11 @@ def test_unknown_controller_exits_2_through_main():
     from rbc.cli.main import main
 
     assert main(["walk", "run", "--model", "rabbit", "--controller", "nope"]) == 2
+
+
+def test_run_humanoid_lbdnn_under_payload():
+    r = runner.invoke(app, ["run", "--model", "humanoid", "--controller", "composite",
+                            "--payload", "0.5", "--strides", "1", "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["strides_completed"] == 1 and not d["fell"]

@@ -43,13 +43,14 @@ def test_all_layer_jacobian_transpose_matches_finite_differences():
 
 
 def test_inactive_phase_network_is_frozen(walker):
-    c = SwitchingLbDNN(walker, DT)
+    c = SwitchingLbDNN(walker, DT, rise=True)  # composite: networks + robust integrals
     x = walker.initial_state()
     toe_before = [W.copy() for W in c.nets[1].W]
     flat_before = [W.copy() for W in c.nets[0].W]
     for _ in range(5):
         c(0, 0.0, x + 0.01)  # off the constraints: r != 0, the flat network learns
     assert c.updates == [5, 0]
+    assert np.all(c.nu[1] == 0.0) and np.any(c.nu[0] != 0.0)  # transported frozen
     for a, b in zip(c.nets[1].W, toe_before, strict=True):
         np.testing.assert_array_equal(a, b)
     assert any(not np.array_equal(a, b) for a, b in zip(c.nets[0].W, flat_before,

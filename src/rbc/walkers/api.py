@@ -101,7 +101,8 @@ def find_gait(name: str, controller: str, slope: float, dt: float | None = None)
                                        dt or float(model.params.get("dt", 1e-3))), x0)
 
 
-RUN_CONTROLLERS = ("passive", "fl", "adaptive", "rise", "composite")
+RUN_CONTROLLERS = ("passive", "fl", "adaptive", "rise", "composite", "lbdnn")
+FOOTED_PLANT_CONTROLLERS = ("fl", "lbdnn", "composite")
 
 
 def _parse_floats(text: str, what: str, count: int) -> tuple[float, ...]:
@@ -170,17 +171,47 @@ def run_plant(name: str, controller: str, slope: float, strides: int, scenario,
     from rbc.walkers.vc import vc_initial_state
 
     model = load_model(name)
+    if _is_footed(model):
+        return _run_footed_plant(model, controller, slope, strides, scenario, safety, dt,
+                                 progress)
     if controller not in PLANT_CONTROLLERS:
         raise WalkerError(f"unknown controller '{controller}' for the true-plant simulator",
                           choices=PLANT_CONTROLLERS, got=controller)
     if safety not in FILTERS:
         raise WalkerError(f"unknown safety filter '{safety}'", choices=FILTERS, got=safety)
-    if _is_footed(model):
-        raise WalkerError(f"model '{name}' is footed: the true-plant simulator (mismatch, "
-                          "environments, learning controllers) covers point-foot walkers",
-                          choices=["rabbit"])
     ctx = ControlContext.from_model(model, slope, dt or float(model.params.get("dt", 1e-3)))
     filt = None if safety == "none" else SafetyFilter(ctx, safety)
     rate = float(model.params["controller"].get("initial_phase_rate", 1.0))
     x0 = vc_initial_state(ctx.extra["fl"], rate)
     return walk_plant(ctx, controller, scenario, x0, strides, safety=filt, progress=progress)
+
+
+def _run_footed_plant(model, controller: str, slope: float, strides: int, scenario,
+                      safety: str, dt: float | None, progress):
+    """Footed humanoid on its true plant: ``fl`` (frozen zero networks), ``lbdnn``, or
+    ``composite`` (LbDNN + per-phase leaky RISE), :mod:`rbc.walkers.lbdnn`.
+
+    Raises:
+        WalkerError: another controller, a safety filter or an environment option (the
+            footed true plant has the mismatch only).
+    """
+    from rbc.walkers.footed import FootedWalker, walk_footed
+    from rbc.walkers.lbdnn import SwitchingLbDNN
+    from rbc.walkers.plant import Actuation, true_model
+
+    if controller not in FOOTED_PLANT_CONTROLLERS:
+        raise WalkerError(f"controller '{controller}' has no footed true-plant version "
+                          f"(model '{model.name}')", choices=FOOTED_PLANT_CONTROLLERS,
+                          got=controller)
+    if (safety != "none" or scenario.friction is not None or scenario.impulses
+            or (scenario.ground is not None and scenario.ground.stick_slip)):
+        raise WalkerError(f"model '{model.name}' is footed: its true plant takes the "
+                          "mismatch options only (no environments or safety filter)",
+                          choices=["rabbit"])
+    w = FootedWalker.from_model(model, slope)
+    step = dt or float(model.params["gait"].get("dt", 5e-4))
+    ctrl = SwitchingLbDNN(w, step, learn=controller != "fl", rise=controller == "composite")
+    mm = scenario.mismatch
+    plant = (true_model(model, mm), Actuation.from_mismatch(mm, model.B.shape[1]))
+    return walk_footed(w, w.initial_state(), strides, dt=step, plant=plant, controller=ctrl,
+                       progress=progress)

@@ -92,19 +92,27 @@ class SwitchingLbDNN:
         hidden: hidden widths. gamma: adaptation gain ``Gamma`` (scalar). sigma: leak [1/s].
         seed: initialiser seed. learn: False gives the same controller with frozen zero
             networks (``Phi = 0``: plain feedback linearization on the hierarchy).
+        rise: add the composite's per-phase leaky robust integral
+            ``nu_p <- nu_p + dt (K alpha_2 r + beta sgn r - leak nu_p)`` (subtracted like
+            ``Phi_p``; frozen while its phase is inactive, as the networks).
+        alpha2, beta, leak: RISE gains [1/s, rad/s^3, 1/s].
     """
 
     def __init__(self, walker, dt: float, hidden: tuple[int, ...] = (16, 16),
                  gamma: float = 5.0, sigma: float = 0.05, seed: int = 0,
-                 learn: bool = True) -> None:
+                 learn: bool = True, rise: bool = False, alpha2: float | None = None,
+                 beta: float = 2.0, leak: float = 1.0) -> None:
         rng = np.random.default_rng(seed)
         self.dt, self.gamma, self.sigma, self.learn = dt, gamma, sigma, learn
+        self.rise, self.beta, self.leak = rise, beta, leak
         self.phases = (walker.flat, walker.toe)
         self.terms = tuple(FusedTerms(p.model, walker.alpha) for p in self.phases)
         self.nets = tuple(DeepNet((2 * p.model.n, *hidden, p.model.B.shape[1]), rng)
                           for p in self.phases)
         self.lam, self.k = hierarchy_gains(walker.flat.kp, walker.flat.kd)
         self.updates = [0, 0]  # update steps taken by each phase's network
+        self.alpha2 = 0.25 * self.k if alpha2 is None else alpha2
+        self.nu = [np.zeros(p.model.B.shape[1]) for p in self.phases]
 
     def __call__(self, phase: int, t: float, x: np.ndarray) -> np.ndarray:
         """Torque (9,) [N m] for the active ``phase`` at state ``x`` (2n,)."""
@@ -130,7 +138,11 @@ class SwitchingLbDNN:
             v = np.append(v, -P.speed[0] * r[-1])
         net = self.nets[phase]
         phi, acts = net.forward(x)
-        u = np.linalg.solve(A, v - f - phi)
+        u = np.linalg.solve(A, v - f - phi - self.nu[phase])
+        if self.rise:
+            nu = self.nu[phase]
+            nu += self.dt * (self.k * self.alpha2 * r + self.beta * np.sign(r)
+                             - self.leak * nu)
         if self.learn:  # only the active phase's network moves (transport rule)
             gW, gb = net.jacobian_transpose(acts, r)
             net.step(gW, gb, self.dt * self.gamma, self.sigma)
