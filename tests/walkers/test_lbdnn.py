@@ -81,5 +81,5 @@ def test_lbdnn_tracks_better_than_frozen_network_under_payload(walker):
         if learn:
             assert c.updates[0] > 0 and c.updates[1] > 0
             assert all(np.isfinite(n.norm()) for n in c.nets)
-    # measured ~2.5x lower with learning after 3 strides
+    # measured: EMA 3.5e-5 with learning vs 5.8e-5 frozen (ratio 0.60) after 3 strides
     assert ema[True] < 0.7 * ema[False], ema
