@@ -35,10 +35,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-
-from rbc.walkers.errors import WalkerError
 from scipy.linalg.lapack import dgesv as _gesv
 
+from rbc.walkers.errors import WalkerError
 from rbc.walkers.model import FusedTerms
 from rbc.walkers.plant import ControlContext
 

@@ -55,8 +55,9 @@ class SafetyFilter:
             the barrier. bounds: ``(theta_lo, theta_hi)`` [rad]. poles: ``(p_1, p_2)`` [1/s].
         f_min: minimum normal force [N]. cone_margin: the filter uses ``cone_margin mu``
             (the plant's cone test is strict: a solution on the cone's boundary would
-            slip on round-off, and the plant is not the design model). iters: Dykstra sweeps. tol: violation tolerance
-            of the projection [N m-scaled units of ``a . u``].
+            slip on round-off, and the plant is not the design model).
+        iters: Dykstra sweeps. tol: violation and step tolerance of the projection (units
+            of each row ``G_i u``).
         stats: counters ``calls``, ``active`` (nominal modified), ``infeasible``.
 
     Raises:
