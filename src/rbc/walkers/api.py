@@ -105,13 +105,19 @@ RUN_CONTROLLERS = ("passive", "fl", "adaptive", "rise", "composite", "lbdnn")
 FOOTED_PLANT_CONTROLLERS = ("fl", "lbdnn", "composite")
 
 
-def _parse_floats(text: str, what: str, count: int) -> tuple[float, ...]:
+def _parse_floats(text: str, what: str, count: int | None) -> tuple[float, ...]:
+    """``a:b:...`` -> floats (exactly ``count`` of them unless None).
+
+    Raises:
+        WalkerError: not numbers, or the wrong count.
+    """
+    want = "" if count is None else f"{count} "
     try:
         vals = tuple(float(v) for v in text.split(":"))
     except ValueError as err:
-        raise WalkerError(f"{what} '{text}': expected {count} numbers separated by ':'") from err
-    if len(vals) != count:
-        raise WalkerError(f"{what} '{text}': expected {count} numbers separated by ':'")
+        raise WalkerError(f"{what} '{text}': expected {want}numbers separated by ':'") from err
+    if count is not None and len(vals) != count:
+        raise WalkerError(f"{what} '{text}': expected {want}numbers separated by ':'")
     return vals
 
 
@@ -136,10 +142,7 @@ def make_scenario(payload: float = 0.0, mass_scale: float = 1.0,
     from rbc.walkers.plant_sim import Scenario
 
     def vec(text: str, what: str):
-        try:
-            v = tuple(float(a) for a in text.split(":"))
-        except ValueError as err:
-            raise WalkerError(f"{what} '{text}' is not a number list") from err
+        v = _parse_floats(text, what, None)
         return v[0] if len(v) == 1 else v
 
     mm = Mismatch(mass_scale=mass_scale, payload=payload,

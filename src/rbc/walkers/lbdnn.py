@@ -125,10 +125,8 @@ class SwitchingLbDNN:
         h = (pre["P012"] @ (s ** pre["pow"])).reshape(3, p)
         rows = P.H0 - h[1][:, None] * cd
         J = np.vstack([rows, cd]) if P.speed is not None else rows
-        D, mhg = self.terms[phase](q, qd)
-        X = np.linalg.solve(D, np.column_stack([P.model.B, mhg]))
-        JX = J @ X
-        A, f = JX[:, :-1], JX[:, -1].copy()
+        Xu, x0 = self.terms[phase].accel_affine(q, qd, P.model.B)
+        A, f = J @ Xu, J @ x0
         f[:p] -= h[2] * sd * sd
         e, de = P.H0 @ q - h[0], rows @ qd
         r = de + self.lam * e

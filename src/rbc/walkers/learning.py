@@ -35,7 +35,6 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from scipy.linalg.lapack import dgesv as _gesv
 
 from rbc.walkers.errors import WalkerError
 from rbc.walkers.model import FusedTerms
@@ -71,18 +70,13 @@ class ErrorHierarchy:
         lam0, k0 = hierarchy_gains(ctx.kp, ctx.kd)
         self.lam = lam0 if lam is None else lam
         self.k = k0
-        self._BHG = np.zeros((ctx.model.n, ctx.model.B.shape[1] + 1))
-        self._BHG[:, :-1] = ctx.model.B
         self._terms = FusedTerms(ctx.model, ctx.alpha)
 
     def __call__(self, q: np.ndarray, qd: np.ndarray):
         """``(e (p,) [rad], de (p,) [rad/s], r (p,) [rad/s], A (p, nu), f (p,) [rad/s^2])``."""
-        D, mhg = self._terms(q, qd)
-        self._BHG[:, -1] = -mhg
-        X = _gesv(D, self._BHG)[2]
+        Xu, x0 = self._terms.accel_affine(q, qd, self.ctx.model.B)
         y, dy, J, drift = self.ctx.vc.outputs(q, qd)
-        JX = J @ X
-        return y, dy, dy + self.lam * y, JX[:, :-1], -JX[:, -1] - drift
+        return y, dy, dy + self.lam * y, J @ Xu, J @ x0 - drift
 
 
 class HierarchyController:

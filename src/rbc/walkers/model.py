@@ -232,3 +232,13 @@ class FusedTerms:
         va[:n] = qd * qd
         T = np.sin((q[:, None] - qa) + self.off2)
         return self.M * T[0, :, :n] + self.diagI, (self.Mg * T[1]) @ va
+
+    def accel_affine(self, q: np.ndarray, qd: np.ndarray, B: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        """``(X_u (n, nu), x_0 (n,))`` with ``qdd = X_u u + x_0 = D^-1 (B u - H - G)``
+        (one LAPACK ``dgesv`` with both right-hand sides)."""
+        from scipy.linalg.lapack import dgesv
+
+        D, mhg = self(q, qd)
+        X = dgesv(D, np.column_stack([B, mhg]))[2]
+        return X[:, :-1], X[:, -1]

@@ -37,7 +37,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.linalg.lapack import dgesv as _gesv
 
 from rbc.walkers.errors import WalkerError
 from rbc.walkers.model import FusedTerms
@@ -93,17 +92,12 @@ class SafetyFilter:
         self._k = (p1 * p2, p1 + p2)  # (k_0, k_1)
         self._it = m.index(self.torso)
         self._terms = FusedTerms(m, self.ctx.alpha)
-        self._BX = np.zeros((m.n, m.B.shape[1] + 1))
-        self._BX[:, :-1] = m.B
 
     def constraints(self, q: np.ndarray, qd: np.ndarray, mu: float):
         """Half-spaces ``G u >= b``: ``(G (5, nu), b (5,))``, rows (torso lo, torso hi,
         normal force, friction +, friction -)."""
         m, it = self.ctx.model, self._it
-        D, mhg = self._terms(q, qd)
-        self._BX[:, -1] = mhg
-        X = _gesv(D, self._BX)[2]
-        Xu, x0 = X[:, :-1], X[:, -1]
+        Xu, x0 = self._terms.accel_affine(q, qd, m.B)
         k0, k1 = self._k
         lo, hi = self.bounds
         s, c = np.sin(q), np.cos(q)
