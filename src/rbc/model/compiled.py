@@ -164,7 +164,11 @@ class CompiledModel:
         Raises:
             KeyError: no such joint.
         """
-        return self.edge_names.index(name)
+        return self._edge_index[name]
+
+    @functools.cached_property
+    def _edge_index(self) -> dict[str, int]:
+        return {n: k for k, n in enumerate(self.edge_names)}
 
     @functools.cached_property
     def v_edge(self) -> np.ndarray:
