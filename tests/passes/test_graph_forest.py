@@ -174,3 +174,13 @@ joints:
     f = front_text(text).paths.forest
     assert (f.nq, f.nv, f.nq_tree, f.nv_tree) == (8, 7, 8, 7)
     assert f.graph.edge_names[f.tree_edges[0]] == "torso.root"
+
+
+def test_joint_with_armature_stays_in_the_tree():
+    """Armature is drive data: its joint is kept so its inertia lands on a tree coordinate."""
+    from dataclasses import replace
+
+    rec = parse_record_text((RECORDS / "fourbar.yaml").read_text())
+    joints = tuple(replace(j, armature=0.01) if j.name == "C" else j for j in rec.joints)
+    f = front(replace(rec, joints=joints)).paths.forest
+    assert "C" not in [f.graph.edge_names[k] for k in f.chords]

@@ -24,9 +24,9 @@ from rbc.passes.base import check
 class BuildGraph:
     """Build the multigraph; mark edges that must stay in the tree.
 
-    An edge must stay in the spanning tree (``keep``) when its joint is actuated, when its
-    actuator carries drive data, when it is listed in ``independent``, or when it is a root
-    edge. Raises :class:`~rbc.errors.CompileError` if some body has no path to a root.
+    An edge must stay in the spanning tree (``keep``) when its joint is actuated (an actuator
+    and its drive data), carries armature (reflected inertia belongs to a tree coordinate:
+    cut coordinates carry no mass), is listed in ``independent``, or is a root edge. Raises :class:`~rbc.errors.CompileError` if some body has no path to a root.
     """
 
     name: ClassVar[str] = "graph"
@@ -34,7 +34,8 @@ class BuildGraph:
     def run(self, record: Record) -> Multigraph:
         bodies = record.body_index()
         B, J = len(record.bodies), len(record.joints)
-        kept = record.actuated_joints() | set(record.independent)
+        kept = (record.actuated_joints() | set(record.independent)
+                | {j.name for j in record.joints if j.armature})
         names = [j.name for j in record.joints]
         types = [j.type for j in record.joints]
         parent = [bodies[j.parent] for j in record.joints]
