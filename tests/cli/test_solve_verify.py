@@ -10,6 +10,7 @@ import pytest
 
 from rbc.cli.main import main
 from rbc.verify import kinematics as K
+from tests.conftest import RECORDS
 from tests.verify.conftest import compile_bundle
 
 
@@ -100,3 +101,17 @@ def test_excavator_partitions_same_speeds_and_largest_block(bundle, capsys):
     # the cylinders are passive in joint space: the bucket linkage module keeps one more
     # dependent coordinate when the strokes are independent
     assert parts["stroke"]["largest_block"] == parts["joint_space"]["largest_block"] + 1
+
+
+def test_solve_names_the_coordinates_of_a_multi_coordinate_joint(tmp_path, capsys):
+    """A joint name that is not itself a coordinate gets its coordinate names listed, and a
+    wrongly cased name gets the right spelling."""
+    from rbc.cli.main import main
+
+    out = tmp_path / "s.h5"
+    assert main(["compile", str(RECORDS / "stewart.yaml"), "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["solve", str(out), "--set", "U1=0.1"]) == 2
+    assert "U1.theta1, U1.theta2" in capsys.readouterr().err
+    assert main(["solve", str(out), "--set", "p1=0.8"]) == 2
+    assert "did you mean 'P1'" in capsys.readouterr().err

@@ -178,10 +178,7 @@ def resolve_targets(model: CompiledModel, part: Partition, assignments: Mapping[
     for name, value in assignments.items():
         j = names.get(name)
         if j is None:
-            close = difflib.get_close_matches(name, list(names), n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise SolveError(f"unknown coordinate '{name}'{hint}; the independent coordinates "
-                             f"of partition '{part.name}' are: {', '.join(ind)}")
+            raise SolveError(_unknown_coordinate(model, part, name, ind))
         if j not in set(part.independent.tolist()):
             other = [p.name for p in model.partitions.values() if j in set(p.independent.tolist())]
             hint = (f"; it is independent in partition {', '.join(other)} (use --partition)"
@@ -198,6 +195,23 @@ def resolve_targets(model: CompiledModel, part: Partition, assignments: Mapping[
                              f"[{lo:g}, {hi:g}]")
         out[j] = float(value)
     return out
+
+
+def _unknown_coordinate(model: CompiledModel, part: Partition, name: str, ind: list[str]) -> str:
+    """Message for a name that is not a coordinate: a joint's own coordinate names, or the
+    closest spelling (case-insensitive) among the independent coordinates first."""
+    coords = [n for n in model.v_names if n == name or n.startswith(name + ".")]
+    if coords:
+        hint = (f"; joint '{name}' has the coordinates {', '.join(coords)}"
+                + (" (a spherical/free joint's coordinates cannot be prescribed)"
+                   if model.kinds[model.edge(name)].type in ("spherical", "free") else ""))
+    else:
+        pool = ind + [n for n in model.v_names if n not in ind]
+        lower = {n.lower(): n for n in reversed(pool)}
+        close = difflib.get_close_matches(name.lower(), list(lower), n=1)
+        hint = f" (did you mean '{lower[close[0]]}'?)" if close else ""
+    return (f"unknown coordinate '{name}'{hint}; the independent coordinates of partition "
+            f"'{part.name}' are: {', '.join(ind)}")
 
 
 def _module_plan(model: CompiledModel, part: Partition) -> list[tuple]:
