@@ -654,7 +654,8 @@ def _read_compiler(ctx: _Ctx, root) -> None:
         if "meshdir" in a:
             ctx.meshdir = Path(a["meshdir"])
         for key in _UNSUPPORTED_COMPILER:
-            if key in a:
+            # boundmass/boundinertia = 0 and balanceinertia = false are MuJoCo's defaults
+            if key in a and a[key].strip().lower() not in ("0", "0.0", "false"):
                 raise ctx.error(c, f"compiler attribute '{key}' changes mass properties and "
                                 "is not supported; apply it to the model first")
 
@@ -774,21 +775,29 @@ def _equalities(ctx: _Ctx, root, by_name: dict[str, _Body], used: set[str]
             if el.tag == "joint":
                 couplings.append(_joint_equality(ctx, el, a, name, jointmap))
                 continue
-            if "site1" in a or "site2" in a:
-                raise ctx.error(el, "site-based connect/weld equalities are not supported; "
-                                "give body1, body2 and anchor")
-            b1 = _body_ref(ctx, el, a.get("body1"), by_name, "body1")
-            b2 = _body_ref(ctx, el, a.get("body2", "world"), by_name, "body2")
+            by_site = "site1" in a or "site2" in a
+            if by_site:  # MuJoCo: the two sites coincide (connect) or are welded (weld)
+                sites = _site_frames(ctx, root, by_name)
+                (b1, S1), (b2, S2) = (_site_ref(ctx, el, a.get(k), sites, k)
+                                      for k in ("site1", "site2"))
+            else:
+                b1 = _body_ref(ctx, el, a.get("body1"), by_name, "body1")
+                b2 = _body_ref(ctx, el, a.get("body2", "world"), by_name, "body2")
             T1 = by_name[b1].world if b1 != "world" else se3()
             T2 = by_name[b2].world if b2 != "world" else se3()
             T21 = T2.actInv(T1)  # T_b2_b1 at qpos0
             if el.tag == "connect":
-                anchor = np.array(_nums(ctx, el, a, "anchor", 3, [0.0, 0.0, 0.0]))
+                anchor = (S1.translation if by_site
+                          else np.array(_nums(ctx, el, a, "anchor", 3, [0.0, 0.0, 0.0])))
                 A = se3(None, anchor)
-                B = se3(T21.rotation, T21.act(anchor))  # anchor at qpos0 in body2, aligned
+                # the second anchor: site2 itself, or anchor at qpos0 in body2; aligned
+                B = se3(T21.rotation, S2.translation if by_site else T21.act(anchor))
                 joints.append({"name": name, "type": "spherical", "parent": b1, "child": b2,
                                **_frames(A, B), "_connect": floats(
                                    spatial.quat_from_rotation(T21.rotation))})
+            elif by_site:
+                joints.append({"name": name, "type": "fixed", "parent": b1, "child": b2,
+                               **_frames(S1, S2)})
             else:
                 rel = _nums(ctx, el, a, "relpose", 7, [0, 1, 0, 0, 0, 0, 0])
                 if any(rel[3:]):
@@ -800,6 +809,26 @@ def _equalities(ctx: _Ctx, root, by_name: dict[str, _Body], used: set[str]
                 joints.append({"name": name, "type": "fixed", "parent": b1, "child": b2,
                                **_frames(X, se3())})
     return joints, couplings
+
+
+def _site_frames(ctx: _Ctx, root, by_name: dict[str, _Body]) -> dict[str, tuple[str, pin.SE3]]:
+    """Every named site: ``{name: (body, T_body_site)}`` (world sites on body ``world``)."""
+    out: dict[str, tuple[str, pin.SE3]] = {}
+    owners = [(b.name, b.el, b.cls) for b in by_name.values()]
+    owners += [("world", wb, "main") for wb in root.findall("worldbody")]
+    for body, el, cls in owners:
+        for s in el.findall("site"):
+            if s.get("name") is not None:
+                out[s.get("name")] = (body, _frame(ctx, s, _resolve(ctx, s, cls)))
+    return out
+
+
+def _site_ref(ctx: _Ctx, el, name: str | None, sites: dict, attr: str) -> tuple[str, pin.SE3]:
+    if name is None:
+        raise ctx.error(el, f"missing '{attr}' (site-based equalities name both sites)")
+    if name not in sites:
+        raise ctx.error(el, f"{attr}='{name}' is not a site", choices=sorted(sites), got=name)
+    return sites[name]
 
 
 def _body_ref(ctx: _Ctx, el, name: str | None, by_name, attr: str) -> str:
