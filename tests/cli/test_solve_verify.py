@@ -115,3 +115,15 @@ def test_solve_names_the_coordinates_of_a_multi_coordinate_joint(tmp_path, capsy
     assert "U1.theta1, U1.theta2" in capsys.readouterr().err
     assert main(["solve", str(out), "--set", "p1=0.8"]) == 2
     assert "did you mean 'P1'" in capsys.readouterr().err
+
+
+def test_verify_reads_back_exports(tmp_path, capsys):
+    """`rbc verify --mjcf --pinocchio` adds the export.* readback checks to the report."""
+    out, xml, pdir, js = (tmp_path / n for n in ("f.h5", "f.xml", "pin", "v.json"))
+    assert main(["compile", str(RECORDS / "fourbar.yaml"), "-o", str(out), "--mjcf", str(xml),
+                 "--pinocchio", str(pdir)]) == 0
+    assert main(["verify", str(out), "--samples", "2", "--mjcf", str(xml), "--pinocchio",
+                 str(pdir), "--json", str(js)]) == 0
+    names = [c["name"] for c in json.loads(js.read_text())["checks"]]
+    assert any(n.startswith("export.mjcf.readback") for n in names)
+    assert any(n.startswith("export.pinocchio.readback") for n in names)

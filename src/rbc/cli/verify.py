@@ -28,6 +28,11 @@ def verify_command(
         "Pinocchio and Newton–Euler references (docs/dynamics.md).")] = False,
     dynamics_samples: Annotated[int, typer.Option(
         min=1, help="States per dynamics set (sets A and B).")] = 48,
+    mjcf: Annotated[Path | None, typer.Option(
+        "--mjcf", help="Also read back this MJCF export (export.mjcf.readback).")] = None,
+    pinocchio: Annotated[Path | None, typer.Option(
+        "--pinocchio", help="Also read back this Pinocchio export directory "
+        "(export.pinocchio.readback).")] = None,
 ) -> None:
     """Check closure, closure Jacobian, lift, curvature and rank against FD references."""
     from rbc.model.compiled import CompiledModel
@@ -48,6 +53,10 @@ def verify_command(
             dtask = bar.add_task("dynamics", total=dyn.work_units(dynamics_samples))
             checks += dyn.run_dynamic_checks(model, part, samples=dynamics_samples, seed=seed,
                                              progress=lambda n: bar.advance(dtask, n))
+        if mjcf is not None or pinocchio is not None:
+            from rbc.verify.export_readback import readback_checks
+
+            checks += readback_checks(bundle, mjcf, pinocchio)
     doc = report(str(bundle), checks)
     if json_file is not None:
         json_file.write_text(json.dumps(doc, indent=2) + "\n")
