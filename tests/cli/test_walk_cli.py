@@ -18,3 +18,12 @@ def test_walk_fixedpoint_json(capsys):
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["spectral_radius"] < 1.0
     assert {"fixed_point", "eigenvalues", "step_period"} <= out.keys()
+
+
+def test_walk_rejects_a_file_as_out_dir_and_a_non_positive_step(tmp_path, capsys):
+    existing = tmp_path / "x.yaml"
+    existing.write_text("")
+    assert main(["walk", "run", "--model", "compass", "--strides", "1",
+                 "--out", str(existing)]) == 2
+    assert "not a directory" in capsys.readouterr().err
+    assert main(["walk", "run", "--model", "compass", "--dt", "-0.001"]) == 2

@@ -13,6 +13,16 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+
+def _output_dir(out: Path) -> None:
+    """Create ``--out`` as a directory; a path naming an existing file is a usage error."""
+    from rbc.errors import UsageError
+
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: exists and is not a directory; give a directory path")
+    out.mkdir(parents=True, exist_ok=True)
+
+
 app = typer.Typer(help="Simulate planar bipeds: passive and feedback-controlled walking.",
                   no_args_is_help=True)
 
@@ -42,7 +52,7 @@ def run(
     slope: float | None = typer.Option(None, "--slope", help="slope [rad] (default: model's)"),
     strides: int = typer.Option(10, "--strides", help="number of strides"),
     out: Path | None = typer.Option(None, "--out", help="directory for log, PNG and GIF"),
-    dt: float | None = typer.Option(None, "--dt", help="RK4 step [s]"),
+    dt: float | None = typer.Option(None, "--dt", min=1e-9, help="RK4 step [s] (> 0)"),
     json_out: bool = typer.Option(False, "--json", help="machine-readable output"),
     payload: float = typer.Option(0.0, "--payload", help="true plant: payload at the "
                                   "heaviest link [kg]"),
@@ -62,6 +72,8 @@ def run(
                                       help="none, projection or qp (ECBF filter)"),
 ) -> None:
     """Simulate STRIDES strides and print stride metrics."""
+    if out is not None:
+        _output_dir(out)
     from rich.progress import Progress
 
     from rbc.walkers.api import RUN_CONTROLLERS, make_scenario, run_plant, run_walk
@@ -91,7 +103,6 @@ def run(
     if out is not None:
         from rbc.walkers.plots import animation, phase_portrait
 
-        out.mkdir(parents=True, exist_ok=True)
         files.append(write_log(res, out / f"{model}_log"))
         files.append(phase_portrait(res, out / f"{model}_phase.png"))
         try:
@@ -134,6 +145,8 @@ def batch(
     json_out: bool = typer.Option(False, "--json", help="machine-readable output"),
 ) -> None:
     """Monte Carlo batch: fall rate, tracking EMA and contraction per controller."""
+    if out is not None:
+        _output_dir(out)
     from rich.progress import Progress
 
     from rbc.walkers.batch import BatchConfig, run_batch
@@ -148,7 +161,6 @@ def batch(
     if out is not None:
         from rbc.walkers.plots import batch_plot
 
-        out.mkdir(parents=True, exist_ok=True)
         (out / "summary.json").write_text(json.dumps(summ, indent=1))
         files = [str(out / "summary.json"), batch_plot(summ, out / "batch.png")]
     if json_out:
@@ -175,7 +187,7 @@ def fixedpoint(
     model: str = typer.Option("compass", "--model", help="walker model name"),
     controller: str = typer.Option("passive", "--controller", help="passive or fl"),
     slope: float | None = typer.Option(None, "--slope", help="slope [rad] (default: model's)"),
-    dt: float | None = typer.Option(None, "--dt", help="RK4 step [s]"),
+    dt: float | None = typer.Option(None, "--dt", min=1e-9, help="RK4 step [s] (> 0)"),
     json_out: bool = typer.Option(False, "--json", help="machine-readable output"),
 ) -> None:
     """Find the period-one gait (Newton on the Poincaré map) and its eigenvalues."""
