@@ -16,7 +16,7 @@ import numpy as np
 
 from rbc.model.closure import CLOSURE_TOL, SolveStats
 from rbc.model.compiled import CompiledModel, Partition
-from rbc.model.solve import _advance, _module_plan, solve
+from rbc.model.solve import _advance, _module_plan, prescribable, solve
 
 
 @dataclass
@@ -37,7 +37,12 @@ class Closer:
 
     def __post_init__(self) -> None:
         self._plan = _module_plan(self.model, self.part)
-        self._idx = np.asarray(self.part.independent, dtype=np.int64)
+        # independent coordinates without a scalar value (a spherical joint's, e.g. Cassie's
+        # achilles rods) are not prescribed: they keep their value from the last
+        # configuration (zero predictor step)
+        self._keep = np.array([prescribable(self.model, int(j)) for j in self.part.independent],
+                              dtype=bool)
+        self._idx = np.asarray(self.part.independent, dtype=np.int64)[self._keep]
         self.q = np.array(self.q, dtype=float)
         self._x: np.ndarray | None = None
 
@@ -47,7 +52,7 @@ class Closer:
         Raises:
             ClosureError: the values cannot be reached from the last configuration.
         """
-        x = np.asarray(x, dtype=float)
+        x = np.asarray(x, dtype=float)[self._keep]
         if self._x is not None and np.array_equal(x, self._x):
             return self.q  # e.g. the first Runge–Kutta stage at the last step's end point
         q, ok = _advance(self.model, self.part, self.q, self._idx, x,
