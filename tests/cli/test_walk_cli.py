@@ -27,3 +27,12 @@ def test_walk_rejects_a_file_as_out_dir_and_a_non_positive_step(tmp_path, capsys
                  "--out", str(existing)]) == 2
     assert "not a directory" in capsys.readouterr().err
     assert main(["walk", "run", "--model", "compass", "--dt", "-0.001"]) == 2
+
+
+def test_walk_rejects_bad_batch_and_environment_words(capsys):
+    assert main(["walk", "batch", "--workers", "0", "--samples", "1"]) == 2
+    for bad in (["--ice", "2:1:0.3"], ["--ice", "1:2:-0.3"], ["--trip", "1.5:0.1:3:0"],
+                ["--safety-filter", "projection", "--torso-bounds", "0.2:0.1"]):
+        assert main(["walk", "run", "--model", "rabbit", "--controller", "fl", "--strides",
+                     "1", *bad]) == 2, bad
+    assert "Traceback" not in capsys.readouterr().err

@@ -48,7 +48,8 @@ def _true_plant_requested(controller: str, safety: str, words: dict) -> bool:
 def run(
     model: str = typer.Option("compass", "--model", help="walker model name"),
     controller: str = typer.Option(
-        "passive", "--controller", help="passive, fl, adaptive, rise or composite"),
+        "passive", "--controller",
+        help="passive, fl, adaptive, rise, composite or lbdnn (lbdnn: footed humanoid)"),
     slope: float | None = typer.Option(None, "--slope", help="slope [rad] (default: model's)"),
     strides: int = typer.Option(10, "--strides", help="number of strides"),
     out: Path | None = typer.Option(None, "--out", help="directory for log, PNG and GIF"),
@@ -58,9 +59,12 @@ def run(
                                   "heaviest link [kg]"),
     mass_scale: float = typer.Option(1.0, "--mass-scale", help="true plant: mass and "
                                      "inertia factor"),
-    effectiveness: str = typer.Option("1", "--effectiveness", help="actuator effectiveness "
-                                      "eta, one value or a:b:c:d"),
-    bias: str = typer.Option("0", "--bias", help="actuator bias b [N m], one value or a:b:c:d"),
+    effectiveness: str = typer.Option(
+        "1", "--effectiveness", help="actuator effectiveness eta: one value, or one per "
+        "actuator joined by ':' (e.g. 1:0.9:1:0.9)"),
+    bias: str = typer.Option(
+        "0", "--bias", help="actuator bias b [N m]: one value, or one per actuator joined by "
+        "':' (e.g. 5:-5:5:-5)"),
     friction: float = typer.Option(0.0, "--friction", help="joint Coulomb friction [N m] "
                                    "(Stribeck knee, viscous drag)"),
     stick_slip: bool = typer.Option(False, "--stick-slip", help="stance foot may slip"),
@@ -70,13 +74,22 @@ def run(
     push: list[str] = typer.Option([], "--push", help="head impulse STRIDE:TIME:FX:FY"),
     safety_filter: str = typer.Option("none", "--safety-filter",
                                       help="none, projection or qp (ECBF filter)"),
+    torso_bounds: str | None = typer.Option(
+        None, "--torso-bounds", help="LO:HI torso-angle barrier of the safety filter [rad] "
+        "(default 0:0.25)"),
 ) -> None:
     """Simulate STRIDES strides and print stride metrics."""
     if out is not None:
         _output_dir(out)
     from rich.progress import Progress
 
-    from rbc.walkers.api import RUN_CONTROLLERS, make_scenario, run_plant, run_walk
+    from rbc.walkers.api import (
+        RUN_CONTROLLERS,
+        make_scenario,
+        parse_bounds,
+        run_plant,
+        run_walk,
+    )
     from rbc.walkers.errors import WalkerError
     from rbc.walkers.metrics import summary, write_log
 
@@ -95,7 +108,8 @@ def run(
 
         if _true_plant_requested(controller, safety_filter, words):
             res = run_plant(model, controller, alpha, strides, make_scenario(**words),
-                            safety=safety_filter, dt=dt, progress=tick)
+                            safety=safety_filter, dt=dt, progress=tick,
+                            torso_bounds=parse_bounds(torso_bounds))
         else:
             res = run_walk(model, controller, alpha, strides, dt=dt, progress=tick)
     summ = summary(res)
@@ -135,7 +149,7 @@ def batch(
     samples: int = typer.Option(100, "--samples", help="Monte Carlo samples"),
     strides: int = typer.Option(20, "--strides", help="strides per walk"),
     seed: int = typer.Option(0, "--seed", help="root seed (sample i: SeedSequence child i)"),
-    workers: int = typer.Option(2, "--workers", help="worker processes"),
+    workers: int = typer.Option(2, "--workers", min=1, help="worker processes (≥ 1)"),
     controllers: str = typer.Option("fl,adaptive,rise,composite", "--controllers",
                                     help="comma-separated controller names"),
     dask_scheduler: str | None = typer.Option(None, "--dask-scheduler",

@@ -121,6 +121,20 @@ def _parse_floats(text: str, what: str, count: int | None) -> tuple[float, ...]:
     return vals
 
 
+def parse_bounds(text: str | None) -> tuple[float, float] | None:
+    """``"LO:HI"`` -> (lo, hi) [rad] with lo < hi; None passes through.
+
+    Raises:
+        WalkerError: not two numbers, or lo ≥ hi.
+    """
+    if text is None:
+        return None
+    lo, hi = _parse_floats(text, "torso bounds", 2)
+    if not lo < hi:
+        raise WalkerError(f"torso bounds '{text}': expected LO < HI [rad]")
+    return lo, hi
+
+
 def make_scenario(payload: float = 0.0, mass_scale: float = 1.0,
                   effectiveness: str = "1", bias: str = "0", friction: float = 0.0,
                   stick_slip: bool = False, ice: tuple[str, ...] = (), trip: tuple[str, ...] = (),
@@ -148,22 +162,32 @@ def make_scenario(payload: float = 0.0, mass_scale: float = 1.0,
     mm = Mismatch(mass_scale=mass_scale, payload=payload,
                   effectiveness=vec(effectiveness, "effectiveness"), bias=vec(bias, "bias"))
     patches = tuple(_parse_floats(p, "ice patch", 3) for p in ice)
+    for p, (x0, x1, mu_ice) in zip(ice, patches, strict=True):
+        if not (x0 < x1 and mu_ice > 0):
+            raise WalkerError(f"ice patch '{p}': expected X0 < X1 [m] and a friction "
+                              "coefficient MU > 0")
     kicks = []
     for words, where in ((trip, "swing_foot"), (push, "head")):
         for w in words:
             k, t, fx, fy = _parse_floats(w, f"impulse at {where}", 4)
+            if k != int(k) or k < 1 or t < 0:
+                raise WalkerError(f"impulse at {where} '{w}': expected STRIDE (an integer ≥ 1)"
+                                  ":TIME (≥ 0 s):FX:FY")
             kicks.append(Impulse(int(k), t, where, (fx, fy)))
     fr = JointFriction(tau_c=friction) if friction > 0 else None
     return Scenario(mm, fr, Ground(mu, patches, stick_slip or bool(patches)), tuple(kicks))
 
 
 def run_plant(name: str, controller: str, slope: float, strides: int, scenario,
-              safety: str = "none", dt: float | None = None, progress=None):
+              safety: str = "none", dt: float | None = None, progress=None,
+              torso_bounds: tuple[float, float] | None = None):
     """Walk model ``name`` on the true plant of ``scenario`` (:mod:`rbc.walkers.plant_sim`).
 
     Args:
         controller: one of :data:`rbc.walkers.plant_sim.PLANT_CONTROLLERS`.
         safety: one of :data:`rbc.walkers.safety.FILTERS`.
+        torso_bounds: ``(lo, hi)`` [rad] of the torso-angle barrier (None: the filter's
+            default, :attr:`rbc.walkers.safety.SafetyFilter.bounds`).
 
     Raises:
         WalkerError: unknown model/controller/filter, a footed model, bad start.
@@ -183,7 +207,8 @@ def run_plant(name: str, controller: str, slope: float, strides: int, scenario,
     if safety not in FILTERS:
         raise WalkerError(f"unknown safety filter '{safety}'", choices=FILTERS, got=safety)
     ctx = ControlContext.from_model(model, slope, dt or float(model.params.get("dt", 1e-3)))
-    filt = None if safety == "none" else SafetyFilter(ctx, safety)
+    extra = {} if torso_bounds is None else {"bounds": tuple(torso_bounds)}
+    filt = None if safety == "none" else SafetyFilter(ctx, safety, **extra)
     rate = float(model.params["controller"].get("initial_phase_rate", 1.0))
     x0 = vc_initial_state(ctx.extra["fl"], rate)
     return walk_plant(ctx, controller, scenario, x0, strides, safety=filt, progress=progress)
