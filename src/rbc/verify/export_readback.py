@@ -139,7 +139,8 @@ def pinocchio_readback(model: CompiledModel, pinocchio_dir: str | Path,
     """Checks ``export.pinocchio.{urdf,closure_gap}`` of a ``--pinocchio`` directory.
 
     The URDF model's M and gravity effort at the neutral configuration are compared with
-    ``build_tree(rotor=False)`` after matching coordinates by joint name (chains of a
+    ``build_tree`` without armature or rotor inertia (URDF has no field for them) after
+    matching coordinates by joint name (chains of a
     universal/cylindrical/spherical joint are named ``<joint>.<n>``; at the neutral
     configuration the spherical x-y-z chain has the same velocity basis as ω).
     """
@@ -152,6 +153,7 @@ def pinocchio_readback(model: CompiledModel, pinocchio_dir: str | Path,
     um = pin.buildModelFromUrdf(str(d / f"{model.record.name}.urdf"))
     um.gravity = pin.Motion(np.array(model.record.gravity, dtype=float), np.zeros(3))
     tm = build_tree(model, rotor=False)
+    tm.model.armature[:] = 0.0  # URDF carries no armature; compare the rigid-body M only
     perm = []
     for k in model.tree_edges:
         if model.kinds[k].nv == 0:
@@ -159,7 +161,11 @@ def pinocchio_readback(model: CompiledModel, pinocchio_dir: str | Path,
         n = model.edge_names[k]
         if um.existJointName(n):
             idx = um.joints[um.getJointId(n)].idx_v
-            perm += list(range(idx, idx + model.kinds[k].nv))
+            # Pinocchio's velocity order of this joint for each rbc coordinate (a free
+            # joint is [v; ω] in Pinocchio, [ω; v] in rbc)
+            vp = model.kinds[k]._v_pin
+            order = np.argsort(vp) if vp else np.arange(model.kinds[k].nv)
+            perm += [idx + int(o) for o in order]
         else:
             perm += [um.joints[um.getJointId(f"{n}.{i}")].idx_v for i in range(model.kinds[k].nv)]
     q0u, q0t = pin.neutral(um), pin.neutral(tm.model)
