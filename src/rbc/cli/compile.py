@@ -70,7 +70,7 @@ def compile_command(
         f"components={s['components']}, cycle rank {s['cycle_rank']}, "
         f"{len(s['cut_joints'])} cut joints, {len(s['modules'])} modules; "
         f"nq={s['nq']} nv={s['nv']} (tree {s['nq_tree']}/{s['nv_tree']}); "
-        + "; ".join(f"partition {p['name']}: rank {p['rank']}, {len(p['independent'])} "
-                    f"independent ({', '.join(p['independent'])})" for p in s["partitions"])
+        + "; ".join(f"partition {p['name']}: rank {p['rank']}, {p['speeds']} independent "
+                    f"speeds ({', '.join(p['independent'])})" for p in s["partitions"])
         + f" -> {out}"
     )
