@@ -18,7 +18,7 @@ def compiled(name: str) -> tuple[CompiledModel, object]:
     """(model, default partition) of a shipped record, through the real pipeline."""
     _, report = compile_record(RECORDS / f"{name}.yaml")
     parted = report.stages["rank"]
-    model = CompiledModel.from_ir(parted.modules)
+    model = parted.model
     return model, parted.partitions[0]
 
 

@@ -88,6 +88,11 @@ def test_rpy_matches_scipy_extrinsic_xyz(rpy: tuple[float, float, float]) -> Non
     expected = np.array([w, x, y, z])
     sign = 1.0 if ours @ expected >= 0 else -1.0  # double cover
     np.testing.assert_allclose(ours, sign * expected, atol=1e-15)  # float64 round-off
+    # and the same rotation as the conventions module's rpy (one convention, two codes)
+    from rbc.ir import spatial
+
+    np.testing.assert_allclose(spatial.rotation_from_quat(ours),
+                               spatial.rotation_from_rpy(np.array(rpy)), atol=1e-15)
 
 
 def test_deg_conversion(tmp_path: Path) -> None:

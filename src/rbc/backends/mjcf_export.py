@@ -5,7 +5,7 @@ configuration (DESIGN.md §1, §8; docs/export.md).
 Mapping (sources: MuJoCo XML reference, https://mujoco.readthedocs.io/en/stable/XMLreference.html):
 
 * **Bodies** keep the record's body frame: a tree edge k = (up, down) (reversed edges use
-  :func:`rbc.model.tree._tree_joint`: swapped frames, negated axis) gives body ``down``
+  :func:`rbc.model.tree.tree_joint`: swapped frames, negated axis) gives body ``down``
   ``pos/quat = A·B⁻¹`` in its parent (the pose at q = 0) and the joints sit at ``B``'s
   origin with axes ``R_B·a`` in the body frame, so ``T_up_down(q) = A·Q(q)·B⁻¹`` exactly.
   Bodies are nested in the forest's depth-first order. ``<inertial pos=COM mass
@@ -67,8 +67,8 @@ from rbc.ir import spatial as sp
 from rbc.ir.atomic import atomic_write_text
 from rbc.ir.joints import joint_kind
 from rbc.ir.record import Joint, coordinate_names
-from rbc.model.compiled import CompiledModel, Partition, _root_joint
-from rbc.model.tree import _tree_joint, build_tree
+from rbc.model.compiled import CompiledModel, Partition, root_joint
+from rbc.model.tree import build_tree, tree_joint
 
 #: Default integration step [s] written to ``<option timestep>``.
 DEFAULT_TIMESTEP = 1e-3
@@ -266,7 +266,7 @@ def export_mjcf(model: CompiledModel, partition: Partition,
         damping[a.joint] = damping.get(a.joint, 0.0) + a.viscous
         friction[a.joint] = friction.get(a.joint, 0.0) + a.coulomb
     for k in model.tree_edges:
-        j = _tree_joint(model, k)
+        j = tree_joint(model, k)
         up, down = ((int(model.parent[k]), int(model.child[k])) if model.sign[k] > 0
                     else (int(model.child[k]), int(model.parent[k])))
         A, B = sp.se3_from_pose(j.parent_frame), sp.se3_from_pose(j.child_frame)
@@ -381,7 +381,7 @@ def _cuts(model: CompiledModel, partition: Partition, root: etree._Element,
         name = model.edge_names[k]
         j = next((x for x in model.record.joints if x.name == name), None)
         if j is None:  # a cut root edge (two fixed bodies in one component): a weld
-            j = _root_joint(name, model.edge_types[k])
+            j = root_joint(name, model.edge_types[k])
         b, c = int(model.parent[k]), int(model.child[k])
         A, B = model.A[k], model.B[k]
         eb, ec = elements[b], elements[c]

@@ -60,7 +60,7 @@ from rbc.ir.atomic import default_mode
 from rbc.ir.joints import joint_kind, pinocchio_placements
 from rbc.ir.record import Joint
 from rbc.model.compiled import CompiledModel, Partition
-from rbc.model.tree import TreeModel, _tree_joint, build_tree
+from rbc.model.tree import TreeModel, build_tree, tree_joint
 
 #: Proximal settings for ``constraintDynamics``: absolute accuracy 1e-13 (well below the
 #: 1e-9 acceptance of δ_a), proximal parameter mu = 1e-9 (makes the redundant revolute row
@@ -257,7 +257,7 @@ def urdf_tree(kin: CompiledModel) -> etree._ElementTree:
     # per vertex: (URDF link name, T_body_link) — the link frame in the body frame
     frame = {kin.n_bodies: ("world", pin.SE3.Identity())}
     for k in kin.tree_edges:
-        j = _tree_joint(kin, k)
+        j = tree_joint(kin, k)
         up, down = ((int(kin.parent[k]), int(kin.child[k])) if kin.sign[k] > 0
                     else (int(kin.child[k]), int(kin.parent[k])))
         plink, T_up_link = frame[up]

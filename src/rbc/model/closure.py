@@ -54,7 +54,7 @@ class SolveStats:
     continuation_steps: int = 0
 
 
-def _unclosed(model: CompiledModel, rho: np.ndarray, tol: float) -> str:
+def unclosed_report(model: CompiledModel, rho: np.ndarray, tol: float) -> str:
     parts = []
     for i in range(model.n_chords):
         r = float(np.abs(rho[6 * i: 6 * i + 6]).max())
@@ -74,7 +74,7 @@ def within_limits(model: CompiledModel, q: np.ndarray, slack: float = 1e-9) -> l
     return [model.v_names[j] for j in bad]
 
 
-def _log_domain_ok(rho: np.ndarray, n_chords: int) -> bool:
+def log_domain_ok(rho: np.ndarray, n_chords: int) -> bool:
     ang = [np.linalg.norm(rho[6 * i: 6 * i + 3]) for i in range(n_chords)]
     return all(a < np.pi - LOG_MARGIN for a in ang)
 
@@ -160,7 +160,7 @@ def acquire(
     if np.abs(rho).max() > tol:
         raise ClosureError(
             f"{model.record.source}: the loops do not close from the record's initial "
-            f"guesses; unclosed: {_unclosed(model, rho, tol)} — check the attachment frames "
+            f"guesses; unclosed: {unclosed_report(model, rho, tol)} — check the attachment frames "
             "and `initial` values")
     out = within_limits(model, q)
     if out:
@@ -181,7 +181,7 @@ def _continue_module(model: CompiledModel, q: np.ndarray, blk: ModuleBlock, cols
     st.residual_evals += 1
     if np.abs(rho0).max(initial=0.0) <= tol:
         return q
-    sign0 = _det_sign(model, q, blk, cols, sel)
+    sign0 = det_sign(model, q, blk, cols, sel)
     eta, d_eta = 0.0, 1.0
     for _ in range(max_steps):
         if eta >= 1.0 or d_eta < 1e-6:
@@ -190,8 +190,8 @@ def _continue_module(model: CompiledModel, q: np.ndarray, blk: ModuleBlock, cols
         qt, ok = newton(model, q, chords, couplings, cols, target=(1.0 - trial) * rho0,
                         tol=tol if trial == 1.0 else max(tol, 1e-10), stats=st, max_iter=12)
         rho = local_jacobian(model, qt, chords, [], cols)[0]
-        ok = (ok and _log_domain_ok(rho, len(chords)) and not within_limits(model, qt)
-              and _det_sign(model, qt, blk, cols, sel) == sign0)
+        ok = (ok and log_domain_ok(rho, len(chords)) and not within_limits(model, qt)
+              and det_sign(model, qt, blk, cols, sel) == sign0)
         if ok:
             q, eta = qt, trial
             st.continuation_steps += 1
@@ -203,11 +203,12 @@ def _continue_module(model: CompiledModel, q: np.ndarray, blk: ModuleBlock, cols
         raise ClosureError(
             f"{model.record.source}: the loops do not close from the record's initial "
             f"guesses (continuation stalled at η = {eta:.3g}); unclosed: "
-            f"{_unclosed(model, rho, tol)} — check the attachment frames and `initial` values")
+            f"{unclosed_report(model, rho, tol)} — check the attachment frames and `initial` "
+            "values")
     return q
 
 
-def _det_sign(model: CompiledModel, q: np.ndarray, blk: ModuleBlock, cols: np.ndarray,
+def det_sign(model: CompiledModel, q: np.ndarray, blk: ModuleBlock, cols: np.ndarray,
               sel: np.ndarray) -> float:
     """Sign of det R_p of one module (the branch indicator: it flips only through a
     singular configuration, where the assembly could switch branches)."""
@@ -216,19 +217,6 @@ def _det_sign(model: CompiledModel, q: np.ndarray, blk: ModuleBlock, cols: np.nd
     if Rp.size == 0 or Rp.shape[0] != Rp.shape[1]:
         return 1.0
     return float(np.sign(np.linalg.det(Rp)))
-
-
-def assemble(model: CompiledModel, *, name: str = "default",
-             independent_joints: Collection[str] | None = None,
-             length: float | None = None) -> Partition:
-    """Acquire the reference configuration and partition there.
-
-    Raises:
-        ClosureError: acquisition failed. CompileError: a bad independent-joint request.
-    """
-    q, _ = acquire(model, independent_joints=independent_joints)
-    return partition_at(model, q, name=name, independent_joints=independent_joints,
-                        length=length)
 
 
 @dataclass
@@ -298,7 +286,7 @@ class ClosureState:
         if not ok:
             if depth >= 8:
                 raise ClosureError(f"{m.record.source}: the motion step does not close "
-                                   f"(unclosed: {_unclosed(m, residual(m, q), CLOSURE_TOL)})")
+                                   f"(unclosed: {unclosed_report(m, residual(m, q), CLOSURE_TOL)})")
             self.step(u, h / 2, depth=depth + 1)
             return self.step(u, h / 2, depth=depth + 1)
         self.q = q

@@ -332,7 +332,7 @@ class CompiledModel:
         return replace(model, partitions=parts)
 
 
-def _root_joint(name: str, etype: str) -> Joint:
+def root_joint(name: str, etype: str) -> Joint:
     """A synthetic record joint for a root edge (weld or free joint to the world)."""
     return Joint(name=name, type=etype, parent="world", child=name.removesuffix(".root"))
 
@@ -340,7 +340,7 @@ def _root_joint(name: str, etype: str) -> Joint:
 def _build(*, record: Record, edge_names, edge_types, parent, child, tree_edges, chord_edges,
            sign, parent_edge, paths, modules, q_offset, v_offset, sizes) -> CompiledModel:
     joints = {j.name: j for j in record.joints}
-    rec_joints = [joints.get(n) or _root_joint(n, t)
+    rec_joints = [joints.get(n) or root_joint(n, t)
                   for n, t in zip(edge_names, edge_types, strict=True)]
     kinds = tuple(joint_kind(j) for j in rec_joints)
     A = tuple(sp.se3_from_pose(j.parent_frame) for j in rec_joints)

@@ -329,9 +329,3 @@ def closure_reactions(dm: DynamicsModel, terms: ReducedTerms, part: Partition,
     lhs[:nt] += terms.tree.M @ a[:nt] + terms.tree.h
     Rp = terms.lifted.C[np.ix_(part.rows, part.dependent)]
     return np.linalg.solve(Rp.T, lhs[part.dependent])
-
-
-def kinetic_energy(terms: ReducedTerms) -> float:
-    """``½ vᵀ M_T v`` [J] over the tree coordinates."""
-    vt = terms.v[: terms.tree.M.shape[0]]
-    return 0.5 * float(vt @ terms.tree.M @ vt)

@@ -275,12 +275,6 @@ def closure_jacobian(model: CompiledModel, q: np.ndarray, v: np.ndarray | None =
     return geo.rho, geo.C, (geo.velocity_product(model, v) if v is not None else None)
 
 
-def rows_of(model: CompiledModel, chords: Iterable[int], couplings: Iterable[int]) -> np.ndarray:
-    """Global residual row indices of a set of chords and couplings (chords first)."""
-    return np.array([6 * i + r for i in chords for r in range(6)]
-                    + [6 * model.n_chords + c for c in couplings], dtype=np.int64)
-
-
 def local_jacobian(
     model: CompiledModel,
     q: np.ndarray,
@@ -292,7 +286,7 @@ def local_jacobian(
     """Residual, Jacobian and velocity product of a subset of rows, on a subset of columns.
 
     Args:
-        chords, couplings: the row blocks (in this order, as :func:`rows_of`).
+        chords, couplings: the row blocks (chords first: 6 rows each, then one per coupling).
         cols: (n,) global v-indices of the columns to keep (they must cover every column the
             rows touch that the caller cares about; others are dropped).
         v: (nv,) velocity for the velocity product, or None.

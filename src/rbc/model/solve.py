@@ -35,10 +35,10 @@ from rbc.model.closure import (
     CLOSURE_TOL,
     ClosureError,
     SolveStats,
-    _det_sign,
-    _log_domain_ok,
-    _unclosed,
+    det_sign,
+    log_domain_ok,
     newton,
+    unclosed_report,
     within_limits,
 )
 from rbc.model.compiled import CompiledModel, Partition
@@ -214,7 +214,7 @@ def _unknown_coordinate(model: CompiledModel, part: Partition, name: str, ind: l
             f"'{part.name}' are: {', '.join(ind)}")
 
 
-def _module_plan(model: CompiledModel, part: Partition) -> list[tuple]:
+def module_plan(model: CompiledModel, part: Partition) -> list[tuple]:
     """Per module: (chords, couplings, dependent cols, input cols, selected-row positions)."""
     dep, sel_rows = set(part.dependent.tolist()), set(part.rows.tolist())
     plan = []
@@ -254,8 +254,8 @@ def solve(model: CompiledModel, part: Partition, targets: Mapping[int, float],
     u1 = np.array([targets[int(j)] for j in idx])
     sc = scales(model, part.length_scale).cols
     span = float(np.max(np.abs(u1 - u0) / sc[idx], initial=0.0))
-    plan = _module_plan(model, part)
-    signs = [_det_sign(model, q, blk, cols, sel) for blk, cols, _, sel in plan]
+    plan = module_plan(model, part)
+    signs = [det_sign(model, q, blk, cols, sel) for blk, cols, _, sel in plan]
     s, ds = 0.0, min(1.0, MAX_STEP / span) if span > 0 else 1.0
     failed, why = None, "the corrector did not converge"
     while s < 1.0:
@@ -265,9 +265,9 @@ def solve(model: CompiledModel, part: Partition, targets: Mapping[int, float],
                 f"cannot close the mechanism at the requested values (partition "
                 f"'{part.name}'): the continuation stalled {100 * s:.3g}% of the way from "
                 f"the reference configuration ({why}); chords that stay open: "
-                f"{_unclosed(model, rho, tol)}")
+                f"{unclosed_report(model, rho, tol)}")
         trial = min(1.0, s + ds)
-        qt, ok = _advance(model, part, q, idx, u0 + trial * (u1 - u0), plan, tol, st)
+        qt, ok = advance(model, part, q, idx, u0 + trial * (u1 - u0), plan, tol, st)
         reason = (_inadmissible(model, qt, plan, signs) if ok else "the corrector did not "
                   "converge: a singular configuration or the edge of the workspace")
         if reason is None:
@@ -282,12 +282,12 @@ def solve(model: CompiledModel, part: Partition, targets: Mapping[int, float],
     res = float(np.abs(rho).max(initial=0.0))
     if res > tol:
         raise ClosureError(f"the solve ended with residual {res:.3g} > {tol:g}; unclosed: "
-                           f"{_unclosed(model, rho, tol)}")
+                           f"{unclosed_report(model, rho, tol)}")
     return SolveResult(q=q, residual=res, iterations=st.iterations,
                        steps=st.continuation_steps, stats=st, partition=part.name)
 
 
-def _advance(model: CompiledModel, part: Partition, q: np.ndarray, idx: np.ndarray,
+def advance(model: CompiledModel, part: Partition, q: np.ndarray, idx: np.ndarray,
              u: np.ndarray, plan: list[tuple], tol: float, st: SolveStats
              ) -> tuple[np.ndarray, bool]:
     """One predictor–corrector step to independent values ``u``: ``(q, converged)``."""
@@ -315,9 +315,9 @@ def _inadmissible(model: CompiledModel, q: np.ndarray, plan: list[tuple],
     if out:
         return f"the limits of {', '.join(out)} would be violated"
     rho = residual(model, q, couplings=[])
-    if not _log_domain_ok(rho, model.n_chords):
+    if not log_domain_ok(rho, model.n_chords):
         return "a loop rotation reaches π (the log domain)"
-    if any(_det_sign(model, q, blk, cols, sel) != s0
+    if any(det_sign(model, q, blk, cols, sel) != s0
            for (blk, cols, _, sel), s0 in zip(plan, signs, strict=True)):
         return ("a singular configuration lies between: the assembly branch would change "
                 "(det R_p changes sign)")

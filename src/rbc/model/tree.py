@@ -30,7 +30,7 @@ from rbc.errors import CompileError
 from rbc.ir import spatial as sp
 from rbc.ir.joints import joint_kind, pinocchio_placements
 from rbc.ir.record import Joint
-from rbc.model.compiled import CompiledModel
+from rbc.model.compiled import CompiledModel, root_joint
 
 REVERSIBLE = ("revolute", "prismatic", "helical", "cylindrical")
 
@@ -74,18 +74,17 @@ class TreeModel:
         return out
 
 
-def _tree_joint(model: CompiledModel, k: int) -> Joint:
+def tree_joint(model: CompiledModel, k: int) -> Joint:
     """The record joint of tree edge k as Pinocchio should add it (reversed if sign −1)."""
-    joint = next((j for j in model.record.joints if j.name == model.edge_names[k]), None)
-    if joint is None:  # root edge: weld or free joint to the world
-        return Joint(name=model.edge_names[k], type=model.edge_types[k], parent="world",
-                     child=model.edge_names[k].removesuffix(".root"))
+    if k >= len(model.record.joints):  # root edges follow the record joints
+        return root_joint(model.edge_names[k], model.edge_types[k])
+    joint = model.record.joints[k]
     if model.sign[k] > 0:
         return joint
     if joint.type not in REVERSIBLE and joint.type != "fixed":
         raise CompileError(
             f"{model.record.source}: joint '{joint.name}' ({joint.type}) is traversed from "
-            "child to parent by the spanning tree; reversed {joint.type} joints are not "
+            f"child to parent by the spanning tree; reversed {joint.type} joints are not "
             "supported in the tree model — swap its parent and child in the record")
     axis = tuple(-a for a in joint.axis) if joint.axis is not None else None
     return replace(joint, parent=joint.child, child=joint.parent, axis=axis,
@@ -113,7 +112,7 @@ def build_tree(model: CompiledModel, rotor: bool = True) -> TreeModel:
     v_perm: list[int] = []
     body_frame = np.full(B, -1, dtype=np.int64)
     for k in model.tree_edges:
-        j = _tree_joint(model, k)
+        j = tree_joint(model, k)
         up, down = (int(model.parent[k]), int(model.child[k])) if model.sign[k] > 0 else (
             int(model.child[k]), int(model.parent[k]))
         parent_joint, T_j_up = host[up]
@@ -132,7 +131,7 @@ def build_tree(model: CompiledModel, rotor: bool = True) -> TreeModel:
             v_perm += [vs.start + i for i in (kind._v_pin or range(kind.nv))]
         body = rec.bodies[down]
         jid, T = host[down]
-        inertia = pin.Inertia(body.mass, np.array(body.com), _tensor(body.inertia))
+        inertia = pin.Inertia(body.mass, np.array(body.com), inertia_tensor(body.inertia))
         pm.appendBodyToJoint(jid, T.act(inertia), pin.SE3.Identity())
         body_frame[down] = pm.addFrame(pin.Frame(body.name, jid, T, pin.FrameType.BODY))
     pm.armature = np.zeros(pm.nv)
@@ -144,7 +143,7 @@ def build_tree(model: CompiledModel, rotor: bool = True) -> TreeModel:
                      np.array(v_perm, dtype=np.int64), edge_joint)
 
 
-def _tensor(i6: tuple[float, ...]) -> np.ndarray:
+def inertia_tensor(i6: tuple[float, ...]) -> np.ndarray:
     """``[ixx iyy izz ixy ixz iyz]`` → symmetric (3, 3) inertia tensor."""
     ixx, iyy, izz, ixy, ixz, iyz = i6
     return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]], dtype=float)

@@ -26,7 +26,8 @@ class BuildGraph:
 
     An edge must stay in the spanning tree (``keep``) when its joint is actuated (an actuator
     and its drive data), carries armature (reflected inertia belongs to a tree coordinate:
-    cut coordinates carry no mass), is listed in ``independent``, or is a root edge. Raises :class:`~rbc.errors.CompileError` if some body has no path to a root.
+    cut coordinates carry no mass), is listed in ``independent``, or is a root edge.
+    Raises :class:`~rbc.errors.CompileError` if some body has no path to a root.
     """
 
     name: ClassVar[str] = "graph"

@@ -310,7 +310,9 @@ def rpy_to_quat(roll: float, pitch: float, yaw: float) -> tuple[float, float, fl
     """Quaternion ``(w, x, y, z)`` of URDF roll-pitch-yaw [rad].
 
     ``R = Rz(yaw)·Ry(pitch)·Rx(roll)`` (fixed-axis x, then y, then z), i.e. the product
-    ``q = q_z(yaw) ⊗ q_y(pitch) ⊗ q_x(roll)`` written out.
+    ``q = q_z(yaw) ⊗ q_y(pitch) ⊗ q_x(roll)`` written out. Kept here rather than composed
+    from ``spatial.rotation_from_rpy`` so that parsing does not import Pinocchio; the tests
+    check it against scipy and against ``spatial``.
     """
     cr, sr = math.cos(roll / 2), math.sin(roll / 2)
     cp, sp = math.cos(pitch / 2), math.sin(pitch / 2)

@@ -26,9 +26,11 @@ from rbc.passes.base import check
 
 @dataclass(frozen=True, eq=False)
 class Partitioned:
-    """The modules IR plus the partitions computed at the reference configuration."""
+    """The modules IR, the kinematic model built from it, and the partitions computed at the
+    reference configuration."""
 
     modules: Modules
+    model: CompiledModel
     partitions: tuple[Partition, ...]
 
     def dump(self) -> str:
@@ -75,7 +77,7 @@ class RankAnalysis:
         for name, joints in self.requests:
             parts.append(partition_at(model, q, name=name, independent_joints=joints,
                                       length=self.length_scale))
-        return Partitioned(mods, tuple(parts))
+        return Partitioned(mods, model, tuple(parts))
 
     def _check_requests(self, model: CompiledModel) -> None:
         joints = [j.name for j in model.record.joints]
@@ -97,7 +99,7 @@ class RankAnalysis:
                         + "; valid choices: " + ", ".join(joints))
 
     def verify(self, out: Partitioned) -> None:
-        model = CompiledModel.from_ir(out.modules)
+        model = out.model
         for p in out.partitions:
             check(p.independent.size == model.nv - p.rank, self.name,
                   f"{p.name}: nv − rank independent speeds")

@@ -16,7 +16,7 @@ import numpy as np
 
 from rbc.model.closure import CLOSURE_TOL, SolveStats
 from rbc.model.compiled import CompiledModel, Partition
-from rbc.model.solve import _advance, _module_plan, prescribable, solve
+from rbc.model.solve import advance, module_plan, prescribable, solve
 
 
 @dataclass
@@ -36,7 +36,7 @@ class Closer:
     fallbacks: int = 0
 
     def __post_init__(self) -> None:
-        self._plan = _module_plan(self.model, self.part)
+        self._plan = module_plan(self.model, self.part)
         # independent coordinates without a scalar value (a spherical joint's, e.g. Cassie's
         # achilles rods) are not prescribed: they keep their value from the last
         # configuration (zero predictor step)
@@ -55,7 +55,7 @@ class Closer:
         x = np.asarray(x, dtype=float)[self._keep]
         if self._x is not None and np.array_equal(x, self._x):
             return self.q  # e.g. the first Runge–Kutta stage at the last step's end point
-        q, ok = _advance(self.model, self.part, self.q, self._idx, x,
+        q, ok = advance(self.model, self.part, self.q, self._idx, x,
                          self._plan, CLOSURE_TOL, self.stats)
         if not ok:
             self.fallbacks += 1

@@ -26,7 +26,7 @@ import pinocchio as pin
 
 from rbc.ir import spatial as sp
 from rbc.model.compiled import CompiledModel, Partition
-from rbc.model.tree import _tensor, _tree_joint, build_tree
+from rbc.model.tree import build_tree, inertia_tensor, tree_joint
 from rbc.verify.checks import Check, make_check
 
 #: Readback of masses, COMs, inertias, axes and armature: the XML holds repr-precision
@@ -78,7 +78,7 @@ def mjcf_readback(model: CompiledModel, mjcf_path: str | Path,
         e = {"mass": _rel([m.body_mass[i]], [max(b.mass, 1e-300)]) if b.mass else
              abs(m.body_mass[i]),
              "com": _rel(m.body_ipos[i], b.com) if b.mass else 0.0,
-             "inertia": _rel(tensor, _tensor(b.inertia)) if b.mass else 0.0}
+             "inertia": _rel(tensor, inertia_tensor(b.inertia)) if b.mass else 0.0}
         for key, val in e.items():
             if val > errs[key]:
                 errs[key], worst = val, f"{key} of {b.name}"
@@ -93,7 +93,7 @@ def mjcf_readback(model: CompiledModel, mjcf_path: str | Path,
         kind = model.kinds[k]
         if not kind.nv:
             continue
-        j = _tree_joint(model, k)
+        j = tree_joint(model, k)
         B = sp.se3_from_pose(j.child_frame)
         mjs = mj_joints(model, k, j)
         dof0 = int(m.jnt_dofadr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, mjs[0].name)])

@@ -49,7 +49,7 @@ import pinocchio as pin
 from rbc.ir import spatial as sp
 from rbc.ir.record import JointEffort, SpringForce
 from rbc.model.dynamics import DynamicsModel, Wrench
-from rbc.model.tree import _tensor
+from rbc.model.tree import inertia_tensor
 from rbc.verify.kkt50 import annihilator
 
 #: Singular values of G above this fraction of σ₁ are retained (as the 50-digit reference).
@@ -139,7 +139,7 @@ class NewtonEuler:
         g = np.array(rec.gravity, dtype=float)
         for i, o in col.items():
             b, s = rec.bodies[i], bs[i]
-            Iw = s.R @ _tensor(b.inertia) @ s.R.T
+            Iw = s.R @ inertia_tensor(b.inertia) @ s.R.T
             M[o: o + 3, o: o + 3] = Iw
             M[o + 3: o + 6, o + 3: o + 6] = b.mass * np.eye(3)
             F[o: o + 3] -= np.cross(s.omega, Iw @ s.omega)

@@ -25,8 +25,8 @@ import pinocchio as pin
 
 from rbc.backends.mjcf_export import export_mjcf, velocity_block
 from rbc.ir import spatial as sp
-from rbc.model.compiled import _root_joint
-from rbc.model.tree import _tree_joint
+from rbc.model.compiled import root_joint
+from rbc.model.tree import tree_joint
 from rbc.sim.backends import Backend, Measurement
 
 
@@ -97,9 +97,9 @@ def _qvel(plant, exp, m, q0: np.ndarray, v0: np.ndarray) -> np.ndarray:
         k = mj.edge
         name = plant.edge_names[k]
         if mj.name in aux:  # auxiliary cut body: the record joint with A = B = I placement
-            jt, B = record.get(name) or _root_joint(name, plant.edge_types[k]), pin.SE3.Identity()
+            jt, B = record.get(name) or root_joint(name, plant.edge_types[k]), pin.SE3.Identity()
         else:
-            jt = _tree_joint(plant, k)
+            jt = tree_joint(plant, k)
             B = sp.se3_from_pose(jt.child_frame)
         vs = v0[plant.v_slice(k)]
         adr = m.jnt_dofadr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, mj.name)]
