@@ -112,3 +112,66 @@ def bench_dynamics_command(
                   f"{r['ratio'][k]:.2f}")
     Console().print(t)
     Console().print(f"max δ_a (rbc vs Pinocchio) over the states: {r['delta_a']:.2e}")
+
+
+@bench_app.command("simulate")
+def bench_simulate_command(
+    bundle: Annotated[Path, typer.Argument(help="Bundle written by `rbc compile`.")],
+    reference: Annotated[Path, typer.Option(
+        help="Reference knots (CSV or YAML) of independent coordinates.")],
+    duration: Annotated[float, typer.Option(help="Simulated time [s].")] = 2.0,
+    dt: Annotated[float, typer.Option(help="Physics step and control period [s].")] = 1e-3,
+    backends: Annotated[str, typer.Option(
+        help="Comma-separated backends, run in this order.")] = "reduced,mujoco,pinocchio",
+    controller: Annotated[str, typer.Option(help="pd, pd+ff or passive.")] = "pd+ff",
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """The same closed-loop simulation on each backend: loop wall time, real-time factor."""
+    from rich.markup import escape
+    from rich.progress import BarColumn, TextColumn, TimeRemainingColumn
+
+    from rbc.bench.simulate import bench_simulate, parse_backends
+
+    names = parse_backends(backends)
+    labels = {"lift": "lifting the reference", "ff": "feedforward table",
+              "simulate": "simulating"}
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn(
+            "{task.percentage:>5.1f}%"), TimeRemainingColumn(), console=Console(stderr=True),
+            transient=True) as bar:
+        tasks: dict[tuple[str, str], int] = {}
+
+        def progress(backend: str, stage: str, fraction: float) -> None:
+            if (backend, stage) not in tasks:
+                tasks[backend, stage] = bar.add_task(f"{backend}: {labels[stage]}", total=1.0)
+            bar.update(tasks[backend, stage], completed=fraction)
+
+        r = bench_simulate(bundle, reference, names, duration, dt, controller, progress)
+    if as_json:
+        typer.echo(json.dumps(r, indent=2))
+        return
+    rows = r["backends"]
+    task_names = sorted({n for row in rows.values() for n in row["tracking_rms"]})
+    con = Console(highlight=False)
+    con.print(f"{r['robot']}: {r['controller']}, {r['duration']:g} s simulated, dt "
+              f"{r['dt']:g} s (peer: {r['peer']})")
+    t = Table()
+    t.add_column("")
+    for name in rows:
+        t.add_column(name, justify="right")
+    lines = [
+        ("prepare [s] (not in RTF)", lambda w: f"{w['prepare_s']:.3f}"),
+        ("control loop wall [s]", lambda w: f"{w['wall_s']:.3f}"),
+        ("simulated [s]", lambda w: f"{w['duration_s']:g}"),
+        ("real-time factor", lambda w: f"{w['real_time_factor']:.3g}"),
+        ("physics steps", lambda w: str(w["physics_steps"])),
+        ("µs per physics step", lambda w: f"{w['us_per_step']:.1f}"),
+        (f"wall / {r['peer']}", lambda w: f"{w['ratio_to_peer']:.2f}"),
+        *((f"{n} tracking RMS [mm]", lambda w, n=n: f"{1e3 * w['tracking_rms'][n]:.3g}"
+           if n in w["tracking_rms"] else "-") for n in task_names),
+        ("max port RMS [m or rad]",
+         lambda w: f"{max(w['port_rms'].values(), default=float('nan')):.3g}"),
+        ("max loop gap [m]", lambda w: f"{w['max_loop_gap']:.2g}"),
+    ]
+    for label, cell in lines:  # escape: "[s]" would be read as rich markup
+        t.add_row(escape(label), *(cell(w) for w in rows.values()))
+    con.print(t)
