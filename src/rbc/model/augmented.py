@@ -22,6 +22,16 @@ On the closure manifold (D ≡ I, twists equal) the residual's second derivative
 of the two frames at zero joint acceleration (Pinocchio's ``forwardKinematics(q, v, 0)``).
 All frame Jacobians and accelerations come from one C++ pass each (Featherstone 2008, §4;
 Carpentier et al., "The Pinocchio C++ library", SII 2019).
+
+**Evaluation cost.** A WORLD frame Jacobian is the world joint Jacobian ``data.J`` restricted
+to the columns of the frame's support, so ``J_t − J_b`` and ``J_c − J_b`` are ``data.J``
+times a constant column mask in {−1, 0, 1} per chord, and every chord's 6 × nv block is one
+batched product: with ``P₁ = J_l⁻¹ Ad(T_b_w)`` and ``P₂ = P₁ Ad(D)``,
+
+    η = P₁ (J ∘ m_tb) − P₂ (J ∘ m_cb).
+
+Only the per-chord SE(3) algebra (a few 6 × 6 operators) stays in a Python loop; it runs
+on Pinocchio's C++ SE3 objects. Couplings are constant linear rows, precomputed.
 """
 
 from __future__ import annotations
@@ -47,6 +57,10 @@ class AugmentedTree:
         q_perm, v_perm: rbc q (nq,) / v (nv,) → Pinocchio order of this model.
         tree_frame, chord_frame, body_frame: per chord the frame ids of F_tree, F_chord and
             of body b.
+        mask_tb, mask_cb: (n_chords, 1, model.nv) support indicators of F_tree minus body b
+            and of F_chord minus body b (so ``J_t − J_b = data.J ∘ mask_tb``).
+        coupling_q: (n_couplings, nq) coefficients of the coupling rows on q;
+        coupling_C: (n_couplings, nv) the same rows on v (constant).
     """
 
     kin: CompiledModel
@@ -56,6 +70,10 @@ class AugmentedTree:
     tree_frame: tuple[int, ...]
     chord_frame: tuple[int, ...]
     body_frame: tuple[int, ...]
+    mask_tb: np.ndarray
+    mask_cb: np.ndarray
+    coupling_q: np.ndarray
+    coupling_C: np.ndarray
 
     @classmethod
     def build(cls, kin: CompiledModel, tree: TreeModel) -> AugmentedTree:
@@ -89,8 +107,43 @@ class AugmentedTree:
                 A = sp.se3_from_pose(joint.parent_frame)
                 chord_f.append(pm.addFrame(pin.Frame(f"{joint.name}.chord", fb.parentJoint,
                                                      fb.placement * A, pin.FrameType.OP_FRAME)))
+
+        def support(frame: int) -> np.ndarray:
+            out = np.zeros(pm.nv)
+            for j in pm.supports[pm.frames[frame].parentJoint]:
+                if j > 0:
+                    out[pm.joints[j].idx_v: pm.joints[j].idx_v + pm.joints[j].nv] = 1.0
+            return out
+
+        n = len(tree_f)
+        mask_tb = np.array([support(t) - support(b) for t, b in zip(tree_f, body_f,
+                                                                     strict=True)])
+        mask_cb = np.array([support(c) - support(b) for c, b in zip(chord_f, body_f,
+                                                                     strict=True)])
+        coupling_q = np.zeros((len(kin.coupling_rows), kin.nq))
+        coupling_C = np.zeros((len(kin.coupling_rows), kin.nv))
+        for c, terms in enumerate(kin.coupling_rows):
+            for vi, qi, coef in terms:
+                coupling_q[c, qi] += coef
+                coupling_C[c, vi] += coef
         return cls(kin, pm, np.array(q_perm, dtype=np.int64), np.array(v_perm, dtype=np.int64),
-                   tuple(tree_f), tuple(chord_f), tuple(body_f))
+                   tuple(tree_f), tuple(chord_f), tuple(body_f),
+                   mask_tb.reshape(n, 1, pm.nv), mask_cb.reshape(n, 1, pm.nv),
+                   coupling_q, coupling_C)
+
+
+def integrate(aug: AugmentedTree, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``q ⊕ v`` (nq,) by Pinocchio's ``integrate`` on the augmented model (every rbc
+    coordinate is a tree or branch coordinate; same joint maps as
+    :meth:`CompiledModel.integrate`, one C++ call instead of a loop over edges)."""
+    out = np.empty(aug.kin.nq)
+    out[aug.q_perm] = pin.integrate(aug.model, np.asarray(q, dtype=float)[aug.q_perm],
+                                    np.asarray(v, dtype=float)[aug.v_perm])
+    return out
+
+
+#: Row order of a chord's 6 rows: rbc (angular first) from Pinocchio (linear first).
+_SWAP = np.array(sp.PIN_MOTION_ORDER)
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,6 +153,8 @@ class AugmentedGeometry:
 
     Attributes:
         q: (nq,); rho: (m,); C: (m, nv) in rbc column order.
+        left_pin: (n_chords, 6, 6) per chord ``J_l⁻¹·Ad(T_b_w)`` in Pinocchio's
+            linear-first order.
     """
 
     aug: AugmentedTree
@@ -107,7 +162,7 @@ class AugmentedGeometry:
     q: np.ndarray
     rho: np.ndarray
     C: np.ndarray
-    left: tuple[np.ndarray, ...]  # per chord J_l⁻¹·Ad(T_b_w) (6, 6)
+    left_pin: np.ndarray
 
     def velocity_product(self, model: CompiledModel, v: np.ndarray) -> np.ndarray:
         """``Ċ v`` (m,): ``J_l⁻¹ Ad(T_b_w) (α_t − α_c)`` per chord; couplings are linear."""
@@ -115,40 +170,40 @@ class AugmentedGeometry:
         pm, d = aug.model, self.data
         pin.forwardKinematics(pm, d, self.q[aug.q_perm], v[aug.v_perm], np.zeros(pm.nv))
         out = np.zeros(self.rho.size)
-        world = pin.ReferenceFrame.WORLD
-        for i, L in enumerate(self.left):
-            at = pin.getFrameAcceleration(pm, d, aug.tree_frame[i], world).vector
-            ac = pin.getFrameAcceleration(pm, d, aug.chord_frame[i], world).vector
-            out[6 * i: 6 * i + 6] = L @ sp.from_pinocchio_motion(at - ac)
+        n = len(aug.tree_frame)
+        if n:
+            world = pin.ReferenceFrame.WORLD
+            diff = np.array([pin.getFrameAcceleration(pm, d, t, world).vector
+                             - pin.getFrameAcceleration(pm, d, c, world).vector
+                             for t, c in zip(aug.tree_frame, aug.chord_frame, strict=True)])
+            out[: 6 * n] = np.einsum("nij,nj->ni", self.left_pin, diff)[:, _SWAP].ravel()
         return out
 
 
 def augmented_geometry(aug: AugmentedTree, data: pin.Data, q: np.ndarray) -> AugmentedGeometry:
     """Residual and closure Jacobian (rbc order) at q by one Pinocchio kinematics pass."""
     kin, pm = aug.kin, aug.model
-    qp = np.asarray(q)[aug.q_perm]
-    pin.computeJointJacobians(pm, data, qp)
+    q = np.asarray(q, dtype=float)
+    pin.computeJointJacobians(pm, data, q[aug.q_perm])
     pin.updateFramePlacements(pm, data)
-    m = kin.n_rows
-    rho, C = np.zeros(m), np.zeros((m, kin.nv))
-    world = pin.ReferenceFrame.WORLD
-    left = []
-    for i in range(kin.n_chords):
-        T_wb = data.oMf[aug.body_frame[i]]
-        D = data.oMf[aug.tree_frame[i]] * data.oMf[aug.chord_frame[i]].inverse()
-        delta = T_wb.inverse() * D * T_wb
-        rho[6 * i: 6 * i + 6] = sp.log6(delta)
-        Jt, Jc, Jb = (pin.getFrameJacobian(pm, data, f, world)
-                      for f in (aug.tree_frame[i], aug.chord_frame[i], aug.body_frame[i]))
-        # J_l⁻¹ Ad(T_b_w), then the twist difference, all in Pinocchio order; one re-ordering
-        L_pin = pin.Jlog6(delta) @ delta.inverse().action @ T_wb.inverse().action
-        L = sp.from_pinocchio_operator(L_pin)
-        left.append(L)
-        C[6 * i: 6 * i + 6, aug.v_perm] = sp.from_pinocchio_motion(
-            L_pin @ ((Jt - Jb) - D.action @ (Jc - Jb)))
-    base = 6 * kin.n_chords
-    for c, terms in enumerate(kin.coupling_rows):
-        rho[base + c] = sum(coef * q[qi] for _, qi, coef in terms) + kin.coupling_offset[c]
-        for vi, _, coef in terms:
-            C[base + c, vi] += coef
-    return AugmentedGeometry(aug, data, np.asarray(q, dtype=float), rho, C, tuple(left))
+    n = kin.n_chords
+    rho, C = np.empty(kin.n_rows), np.zeros((kin.n_rows, kin.nv))
+    P1, P2 = np.empty((n, 6, 6)), np.empty((n, 6, 6))
+    oMf = data.oMf
+    for i in range(n):
+        T_bw = oMf[aug.body_frame[i]].inverse()
+        D = oMf[aug.tree_frame[i]] * oMf[aug.chord_frame[i]].inverse()
+        delta = T_bw * D * T_bw.inverse()
+        rho[6 * i: 6 * i + 6] = pin.log6(delta).vector[_SWAP]
+        jlog = pin.Jlog6(delta)
+        # J_l⁻¹ = J_r⁻¹ Ad(Δ⁻¹) and Δ⁻¹ T_b_w = T_b_w D⁻¹
+        P1[i] = jlog @ (T_bw * D.inverse()).action
+        P2[i] = jlog @ T_bw.action
+    if n:
+        J = data.J  # world joint Jacobian (6, nv_pin), a view valid until the next pass
+        eta = P1 @ (J * aug.mask_tb) - P2 @ (J * aug.mask_cb)
+        C[: 6 * n, aug.v_perm] = eta[:, _SWAP].reshape(6 * n, pm.nv)
+    if aug.coupling_q.size:
+        rho[6 * n:] = aug.coupling_q @ q + kin.coupling_offset
+        C[6 * n:] = aug.coupling_C
+    return AugmentedGeometry(aug, data, q, rho, C, P1)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pinocchio as pin
-import scipy.linalg as sla
+from scipy.linalg import lapack
 
 from rbc.errors import RbcError
 from rbc.ir.record import JointEffort, SpringForce
@@ -108,11 +108,17 @@ def tree_terms(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, v: np.ndarr
     """``M_T``, ``h_T``, ``g_T`` from Pinocchio (crba, nonLinearEffects, gravity)."""
     t, k = dm.tree, dm.kin
     qp, vp = t.q_pin(q[: k.nq_tree]), t.v_pin(v[: k.nv_tree])
-    M = pin.crba(t.model, data.pin_data, qp)
-    M = np.triu(M) + np.triu(M, 1).T
+    M = np.array(pin.crba(t.model, data.pin_data, qp))
+    lower = _strict_lower(M.shape[0])
+    M[lower] = M.T[lower]  # crba computes the upper triangle
     nle = pin.nonLinearEffects(t.model, data.pin_data, qp, vp)
     g = pin.computeGeneralizedGravity(t.model, data.pin_data, qp)
-    return TreeTerms(t.matrix_rbc(M), t.v_rbc(nle - g), t.v_rbc(np.array(g)))
+    return TreeTerms(t.matrix_rbc(M), t.v_rbc(nle - g), t.v_rbc(g))
+
+
+@functools.cache
+def _strict_lower(n: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.tril_indices(n, -1)
 
 
 def _point_jacobian(k: CompiledModel, q: np.ndarray, body: str, xyz
@@ -226,14 +232,16 @@ def reduced_terms(
     f: np.ndarray | None = None,
     wrenches: tuple[Wrench, ...] = (),
     curvature_term: bool = True,
+    lifted: Lift | None = None,
 ) -> ReducedTerms:
     """All reduced terms at (q, u) with port efforts f (n_act,) and external wrenches.
 
-    ``curvature_term=False`` drops Ė u (for the omission study only).
+    ``curvature_term=False`` drops Ė u (for the omission study only). ``lifted``: the lift
+    at this q if the caller has it (e.g. from :func:`lift_at` in a corrector), with its
+    geometry set; otherwise it is evaluated here.
     """
     k = dm.kin
-    geo = augmented_geometry(dm.augmented, data.augmented_data, q)
-    L = replace(lift_from_jacobian(part, geo.C), geometry=geo)
+    L = lifted if lifted is not None else lift_at(dm, data, part, q)
     v, edu = curvature(k, part, q, u, L)
     if not curvature_term:
         edu = np.zeros_like(edu)
@@ -252,6 +260,13 @@ def reduced_terms(
                         part.independent)
 
 
+def lift_at(dm: DynamicsModel, data: DynamicsData, part: Partition, q: np.ndarray) -> Lift:
+    """The lift at q from the augmented tree's closure geometry (geometry attached, so the
+    curvature uses its velocity product)."""
+    geo = augmented_geometry(dm.augmented, data.augmented_data, q)
+    return replace(lift_from_jacobian(part, geo.C), geometry=geo)
+
+
 def forward_dynamics(dm: DynamicsModel, terms: ReducedTerms, coulomb: bool = True) -> np.ndarray:
     """``u̇ = M_r⁻¹ (τ_r − h_r)`` (n_u,) by Cholesky.
 
@@ -260,11 +275,12 @@ def forward_dynamics(dm: DynamicsModel, terms: ReducedTerms, coulomb: bool = Tru
             that make up its null direction.
     """
     rhs = terms.tau - terms.h + (terms.tau_coulomb if coulomb else 0.0)
-    try:
-        c = sla.cho_factor(terms.M, check_finite=False)
-    except np.linalg.LinAlgError:
-        raise SingularInertiaError(_not_pd_message(dm, terms)) from None
-    return sla.cho_solve(c, rhs, check_finite=False)
+    if rhs.size == 0:
+        return rhs
+    factor, info = lapack.dpotrf(terms.M, lower=1)
+    if info != 0:
+        raise SingularInertiaError(_not_pd_message(dm, terms))
+    return lapack.dpotrs(factor, rhs, lower=1)[0]
 
 
 def _not_pd_message(dm: DynamicsModel, terms: ReducedTerms) -> str:

@@ -15,7 +15,8 @@ that actuated and requested joints stay independent whenever the rank allows
 
 **Lift.** With ``R_p = S C Π_p`` (r × r) and ``R_a = S C Π_a``, ``S C v = 0`` gives
 ``v_p = −R_p⁻¹ R_a u``, i.e. ``E = Πᵀ [−R_p⁻¹ R_a; I]`` — computed with a linear solve, never an
-explicit inverse (LAPACK gesv through ``numpy.linalg.solve``).
+explicit inverse (LAPACK getrf once per configuration, its factors kept for the curvature
+and the corrector).
 
 **Curvature.** Differentiating ``C E = 0`` along the motion gives ``C Ė u = −Ċ v`` with
 ``v = E u``; only the dependent rows of Ė are nonzero, so ``(Ė u)_p = −R_p⁻¹ S Ċ v`` and
@@ -260,13 +261,24 @@ def partition_at(
                      length_scale=sc.length, q_ref=np.array(q, dtype=float), joints=joints)
 
 
+@functools.cache
+def _lapack_lu() -> tuple[Any, Any]:
+    """LAPACK ``getrf``/``getrs`` (imported on first use: scipy.linalg is not needed to
+    compile, and importing it is a third of ``rbc compile``'s start-up)."""
+    from scipy.linalg import lapack
+
+    return lapack.dgetrf, lapack.dgetrs
+
+
 @dataclass(frozen=True, eq=False)
 class Lift:
     """The lift at one configuration: ``v = E u`` and ``Ė u`` (DESIGN.md §5).
 
     Attributes:
         E: (nv, n_u) maps independent speeds to all speeds.
-        Rp: the dependent block ``S C Π_p`` (r × r), solved again for the curvature.
+        Rp: the dependent block ``S C Π_p`` (r × r), or None when r = 0.
+        lu: its LU factorization (LAPACK ``getrf``: packed factors, pivots), reused by
+            :meth:`solve` for the curvature and the Newton corrector.
         cond: condition number of R_p (2-norm, from its singular values; computed on first
             use — the motion lift needs it, the dynamics do not).
         C: (m, nv) the closure Jacobian at q.
@@ -279,6 +291,7 @@ class Lift:
     Rp: np.ndarray | None
     C: np.ndarray
     geometry: ClosureGeometry | Any | None = None
+    lu: tuple[np.ndarray, np.ndarray] | None = None
 
     @functools.cached_property
     def cond(self) -> float:
@@ -286,6 +299,10 @@ class Lift:
             return 1.0
         s = np.linalg.svd(self.Rp, compute_uv=False)
         return float(s[0] / s[-1]) if s[-1] > 0 else np.inf
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        """``R_p⁻¹ rhs`` for rhs (r,) or (r, k), by the stored LU factors."""
+        return _lapack_lu()[1](*self.lu, rhs)[0]
 
 
 def lift(model: CompiledModel, part: Partition, q: np.ndarray) -> Lift:
@@ -295,7 +312,11 @@ def lift(model: CompiledModel, part: Partition, q: np.ndarray) -> Lift:
 
 
 def lift_from_jacobian(part: Partition, C: np.ndarray) -> Lift:
-    """E from an already evaluated closure Jacobian C (m, nv)."""
+    """E from an already evaluated closure Jacobian C (m, nv).
+
+    Raises:
+        numpy.linalg.LinAlgError: R_p is exactly singular (LAPACK getrf, ``info > 0``).
+    """
     nv = C.shape[1]
     E = np.zeros((nv, part.independent.size))
     E[part.independent, np.arange(part.independent.size)] = 1.0
@@ -303,8 +324,12 @@ def lift_from_jacobian(part: Partition, C: np.ndarray) -> Lift:
         return Lift(E, None, C)
     SC = C[part.rows]
     Rp, Ra = SC[:, part.dependent], SC[:, part.independent]
-    E[part.dependent] = -np.linalg.solve(Rp, Ra)
-    return Lift(E, Rp, C)
+    lu, piv, info = _lapack_lu()[0](Rp)
+    if info > 0:
+        raise np.linalg.LinAlgError("Singular matrix")
+    lifted = Lift(E, Rp, C, lu=(lu, piv))
+    E[part.dependent] = -lifted.solve(Ra)
+    return lifted
 
 
 def curvature(model: CompiledModel, part: Partition, q: np.ndarray, u: np.ndarray,
@@ -322,5 +347,5 @@ def curvature(model: CompiledModel, part: Partition, q: np.ndarray, u: np.ndarra
         cv = closure_jacobian(model, q, v)[2]
     edu = np.zeros(model.nv)
     if part.rank and L.Rp is not None:
-        edu[part.dependent] = -np.linalg.solve(L.Rp, cv[part.rows])
+        edu[part.dependent] = -L.solve(cv[part.rows])
     return v, edu

@@ -21,6 +21,7 @@ index maps.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -57,18 +58,27 @@ class TreeModel:
         """rbc q (nq,) (or its tree part) → Pinocchio q (model.nq,)."""
         return np.asarray(q)[self.q_perm]
 
+    @functools.cached_property
+    def v_identity(self) -> bool:
+        """True when rbc and Pinocchio order the tree velocities alike (no re-ordering)."""
+        return bool(np.array_equal(self.v_perm, np.arange(self.v_perm.size)))
+
     def v_pin(self, v: np.ndarray) -> np.ndarray:
         """rbc v (nv,) (or its tree part) → Pinocchio v (model.nv,)."""
         return np.asarray(v)[self.v_perm]
 
     def v_rbc(self, x: np.ndarray) -> np.ndarray:
         """Pinocchio-ordered velocity-space vector (nv_pin,) → rbc tree order (nv_tree,)."""
+        if self.v_identity:
+            return np.array(x, dtype=float)
         out = np.empty_like(np.asarray(x, dtype=float))
         out[self.v_perm] = x
         return out
 
     def matrix_rbc(self, M: np.ndarray) -> np.ndarray:
         """Pinocchio-ordered (nv_pin, nv_pin) matrix → rbc tree order."""
+        if self.v_identity:
+            return M
         out = np.empty_like(M)
         out[np.ix_(self.v_perm, self.v_perm)] = M
         return out

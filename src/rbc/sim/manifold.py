@@ -14,9 +14,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rbc.model.closure import CLOSURE_TOL, SolveStats
+from rbc.model.augmented import integrate
+from rbc.model.closure import CLOSURE_TOL, ClosureError, SolveStats
 from rbc.model.compiled import CompiledModel, Partition
-from rbc.model.solve import advance, module_plan, prescribable, solve
+from rbc.model.dynamics import DynamicsData, DynamicsModel, lift_at
+from rbc.model.partition import Lift
+from rbc.model.solve import MAX_CORRECTOR, advance, module_plan, prescribable, solve
 
 
 @dataclass
@@ -63,3 +66,109 @@ class Closer:
                       self.q).q
         self.q, self._x = q, x.copy()
         return q
+
+
+@dataclass
+class LiftedCloser:
+    """Closes a model at prescribed independent values with the augmented tree's closure
+    geometry (:mod:`rbc.model.augmented`) and keeps the lift at the closed configuration.
+
+    The run-time counterpart of :class:`Closer` for the reduced backend: the predictor is
+    the lift at the last closed configuration (already evaluated there), the corrector is
+    Newton on the selected rows ``S ρ(q) = 0`` over the dependent columns, stepping with the
+    LU factors of ``R_p = S C Π_p`` that the lift at each iterate computes anyway; the
+    geometry and lift at the converged configuration are returned for the dynamics to reuse.
+    Convergence is checked on all rows (``‖ρ‖∞ ≤ tol``); the unselected rows are linear
+    combinations of the selected ones near the manifold (rank analysis). When the corrector
+    fails, the full continuation of :class:`Closer` runs (counted in ``fallbacks``).
+
+    Attributes:
+        dm, data: the dynamics model whose augmented tree evaluates the geometry, and its
+            scratch data; part: the partition; q: (nq,) last closed configuration;
+        lifted: the :class:`~rbc.model.partition.Lift` at q (geometry attached).
+    """
+
+    dm: DynamicsModel
+    data: DynamicsData
+    part: Partition
+    q: np.ndarray
+    stats: SolveStats = field(default_factory=SolveStats)
+    fallbacks: int = 0
+
+    def __post_init__(self) -> None:
+        k, part = self.dm.kin, self.part
+        scalar = [_scalar_q_index(k, int(j)) for j in part.independent]
+        if any(i is None for i in scalar):
+            raise ValueError("LiftedCloser needs scalar independent coordinates "
+                             f"(partition '{part.name}' has {', '.join(part.joints)})")
+        self._qidx = np.array(scalar, dtype=np.int64)
+        self._slow = Closer(k, part, self.q)
+        self.q = np.array(self.q, dtype=float)
+        self.lifted = self._correct(self.q)
+        if self.lifted is None:
+            raise ClosureError(f"the initial configuration is not closed (partition "
+                               f"'{part.name}')")
+        self._x = self.q[self._qidx].copy()
+
+    def _correct(self, q: np.ndarray) -> Lift | None:
+        """Newton from q with the independent values held; the lift at the result or None."""
+        aug, dep, rows = self.dm.augmented, self.part.dependent, self.part.rows
+        for it in range(MAX_CORRECTOR + 1):
+            try:
+                lifted = lift_at(self.dm, self.data, self.part, q)
+            except np.linalg.LinAlgError:  # R_p singular here: let the continuation decide
+                return None
+            self.stats.residual_evals += 1
+            self.stats.jacobian_evals += 1
+            rho = lifted.geometry.rho
+            if np.abs(rho).max(initial=0.0) <= CLOSURE_TOL:
+                self.q = q
+                return lifted
+            if it == MAX_CORRECTOR or not np.all(np.isfinite(rho)):
+                return None
+            dv = np.zeros(self.dm.kin.nv)
+            dv[dep] = -lifted.solve(rho[rows])
+            q = integrate(aug, q, dv)
+            self.stats.iterations += 1
+        return None
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """Closed configuration (nq,) with independent values x (n_u,) [rad or m]; the
+        lift there is :attr:`lifted`.
+
+        Raises:
+            ClosureError: the values cannot be reached from the last configuration.
+        """
+        x = np.asarray(x, dtype=float)
+        if np.array_equal(x, self._x):
+            return self.q
+        q0, lifted = self.q, self.lifted
+        du = x - q0[self._qidx]
+        dv = lifted.E @ du
+        dv[self.part.independent] = 0.0  # set exactly below
+        q = integrate(self.dm.augmented, q0, dv)
+        q[self._qidx] = x
+        new = self._correct(q)
+        if new is None:
+            self.fallbacks += 1
+            self._slow.q, self._slow._x = q0, None
+            q = self._slow(x)
+            new = self._correct(q)
+            if new is None:
+                raise ClosureError("the continuation closed the mechanism but the run-time "
+                                   "corrector did not confirm it")
+        self.lifted, self._x = new, x.copy()
+        return self.q
+
+
+def _scalar_q_index(model: CompiledModel, j: int) -> int | None:
+    """The q index holding velocity coordinate j's value when q and v coincide there
+    (revolute, prismatic, helical, universal, cylindrical, …), else None."""
+    k = int(model.v_edge[j])
+    kind = model.kinds[k]
+    if not prescribable(model, j) or kind.nq != kind.nv:
+        return None
+    probe = np.linspace(0.1, 0.2, kind.nq)
+    if not np.array_equal(kind.limited_coordinates(probe), probe):
+        return None
+    return model.q_slice(k).start + (j - model.v_slice(k).start)

@@ -1,10 +1,12 @@
 """The reduced backend: our model, ``M_r u̇ + h_r = τ_r`` on the closure manifold.
 
 **State and projection.** The state is the independent coordinates' values x (n_u,) and
-speeds u (n_u,). Every evaluation closes the mechanism at x (:class:`rbc.sim.manifold.Closer`:
-lift predictor and module-local Newton from the previous configuration — the corrector), so
-the dependent coordinates are a function of x and the loops stay closed to the solve
-tolerance (1e-13) at every stage and step. The right-hand side is
+speeds u (n_u,). Every evaluation closes the mechanism at x
+(:class:`rbc.sim.manifold.LiftedCloser`: lift predictor and Newton from the previous
+configuration on the augmented tree's closure geometry — the corrector), so the dependent
+coordinates are a function of x and the loops stay closed to the solve tolerance (1e-13)
+at every stage and step. The lift computed at the closed configuration is the one the
+dynamics use (one geometry evaluation serves both). The right-hand side is
 ``(ẋ, u̇) = (u, M_r⁻¹ (τ_r − h_r))`` with the plant's reduced terms
 (:func:`rbc.model.dynamics.reduced_terms`, curvature ``Ė u`` included, Coulomb friction
 included) and the port efforts held.
@@ -30,12 +32,10 @@ from rbc.model.dynamics import (
     reduced_terms,
 )
 from rbc.model.interfaces import ports
-from rbc.model.kinematics import residual
-from rbc.model.partition import lift
 from rbc.model.solve import independent_values
 from rbc.sim.backends import Backend, BackendError, Measurement
 from rbc.sim.backends.tree_probe import TreeProbe, record_tasks
-from rbc.sim.manifold import Closer
+from rbc.sim.manifold import LiftedCloser
 
 INTEGRATORS = ("rk4", "RK45", "DOP853")
 #: Tolerances of the accuracy mode: relative 1e-10 keeps the integration error four decades
@@ -62,7 +62,7 @@ class ReducedBackend(Backend):
         self.dm = DynamicsModel.build(plant)
         self.data = DynamicsData.of(self.dm)
         self.check(plant, part)
-        self.close = Closer(plant, part, q0)
+        self.close = LiftedCloser(self.dm, self.data, part, q0)
         self.x = independent_values(plant, part, q0)
         self.u = np.asarray(v0, dtype=float)[part.independent]
         self.q = self.close.q
@@ -86,14 +86,14 @@ class ReducedBackend(Backend):
     # ----------------------------------------------------------------- dynamics
     def _rhs(self, x: np.ndarray, u: np.ndarray, f: np.ndarray) -> np.ndarray:
         q = self.close(x)
-        t = reduced_terms(self.dm, self.data, self.part, q, u, f)
+        t = reduced_terms(self.dm, self.data, self.part, q, u, f, lifted=self.close.lifted)
         self.evaluations += 1
         return forward_dynamics(self.dm, t)
 
     def _passive_power(self) -> float:
         if not self.passive:
             return 0.0
-        v = lift(self.plant, self.part, self.q).E @ self.u
+        v = self.close.lifted.E @ self.u
         tau, coul = passive_efforts(self.dm, self.q, v)
         return float((tau + coul) @ v)
 
@@ -133,10 +133,10 @@ class ReducedBackend(Backend):
     # ----------------------------------------------------------------- measurement
     def measure(self) -> Measurement:
         k, t = self.plant, self.dm.tree
-        v = lift(k, self.part, self.q).E @ self.u
+        v = self.close.lifted.E @ self.u
         qp, vp = t.q_pin(self.q[: k.nq_tree]), t.v_pin(v[: k.nv_tree])
         kin, pot = self.probe.energy(qp, vp)
-        rho = residual(k, self.q)
+        rho = self.close.lifted.geometry.rho
         gaps = np.array([np.linalg.norm(rho[6 * i + 3: 6 * i + 6]) for i in range(k.n_chords)])
         return Measurement(self.q[self.pm.q_index].copy(), v[self.pm.columns].copy(),
                            self.probe.task_positions(qp), gaps, kin, pot, self.q.copy(), v)
