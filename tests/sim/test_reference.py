@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from rbc.model.compiled import CompiledModel
+from rbc.model.dynamics import DynamicsModel
 from rbc.model.kinematics import closure_jacobian
 from rbc.model.partition import curvature, lift
 from rbc.sim.reference import (
@@ -78,13 +79,13 @@ def test_unreachable_reference_is_reported_before_running(bundles, tmp_path):
                      [(0, home, home), (1, home - 0.149, home + 0.149)])
     ref = spline_reference(kin, part, load_knots(path))
     with pytest.raises(ReferenceError, match="unreachable on the closure manifold"):
-        lift_reference(kin, part, ref, 1.0, 0.05)
+        lift_reference(DynamicsModel.build(kin), part, ref, 1.0, 0.05)
 
 
 def test_lifted_reference_is_closed_and_consistent(bundles):
     kin, part = model(bundles, "stewart")
     ref = spline_reference(kin, part, load_knots(REFERENCES / "stewart.csv"))
-    lr = lift_reference(kin, part, ref, 3.0, 0.05)
+    lr = lift_reference(DynamicsModel.build(kin), part, ref, 3.0, 0.05)
     k = 50  # t = 2.5 s, well inside the motion
     C, cv = closure_jacobian(kin, lr.q[k], lr.v[k])[1:]
     # v = E u annihilates C and a = E u̇ + Ė u satisfies C a + Ċ v = 0 (round-off of a
@@ -137,7 +138,7 @@ def test_curvature_of_the_lift_matches_the_model(bundles):
     """The lifted acceleration uses the model's curvature term (not a plain E u̇)."""
     kin, part = model(bundles, "fourbar")
     ref = spline_reference(kin, part, load_knots(Path(__file__).parent / "fourbar_swing.csv"))
-    lr = lift_reference(kin, part, ref, 1.0, 0.1)
+    lr = lift_reference(DynamicsModel.build(kin), part, ref, 1.0, 0.1)
     k = 3  # t = 0.3 s: moving (the swing peaks at rest at 0.5 s)
     L = lift(kin, part, lr.q[k])
     _, edu = curvature(kin, part, lr.q[k], lr.u[k], L)

@@ -36,6 +36,7 @@ on Pinocchio's C++ SE3 objects. Couplings are constant linear rows, precomputed.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,6 +75,11 @@ class AugmentedTree:
     mask_cb: np.ndarray
     coupling_q: np.ndarray
     coupling_C: np.ndarray
+
+    @functools.cached_property
+    def chord_triples(self) -> tuple[tuple[int, int, int], ...]:
+        """Per chord the frame ids (body b, F_tree, F_chord)."""
+        return tuple(zip(self.body_frame, self.tree_frame, self.chord_frame, strict=True))
 
     @classmethod
     def build(cls, kin: CompiledModel, tree: TreeModel) -> AugmentedTree:
@@ -188,18 +194,22 @@ def augmented_geometry(aug: AugmentedTree, data: pin.Data, q: np.ndarray) -> Aug
     pin.updateFramePlacements(pm, data)
     n = kin.n_chords
     rho, C = np.empty(kin.n_rows), np.zeros((kin.n_rows, kin.nv))
-    P1, P2 = np.empty((n, 6, 6)), np.empty((n, 6, 6))
-    oMf = data.oMf
-    for i in range(n):
-        T_bw = oMf[aug.body_frame[i]].inverse()
-        D = oMf[aug.tree_frame[i]] * oMf[aug.chord_frame[i]].inverse()
-        delta = T_bw * D * T_bw.inverse()
-        rho[6 * i: 6 * i + 6] = pin.log6(delta).vector[_SWAP]
-        jlog = pin.Jlog6(delta)
-        # J_l⁻¹ = J_r⁻¹ Ad(Δ⁻¹) and Δ⁻¹ T_b_w = T_b_w D⁻¹
-        P1[i] = jlog @ (T_bw * D.inverse()).action
-        P2[i] = jlog @ T_bw.action
+    P1 = np.empty((0, 6, 6))
     if n:
+        jlog, ad_inv, ad_bw = np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6, 6))
+        xi = np.empty((n, 6))
+        oMf = data.oMf
+        for i, (b, t, c) in enumerate(aug.chord_triples):
+            T_bw = oMf[b].inverse()
+            delta = T_bw * oMf[t] * (T_bw * oMf[c]).inverse()  # Δ = T_b_w D T_w_b
+            xi[i] = pin.log6(delta).vector
+            jlog[i] = pin.Jlog6(delta)
+            ad_inv[i] = delta.inverse().action
+            ad_bw[i] = T_bw.action
+        rho[: 6 * n] = xi[:, _SWAP].ravel()
+        # P₁ = J_l⁻¹ Ad(T_b_w) with J_l⁻¹ = J_r⁻¹ Ad(Δ⁻¹); P₂ = P₁ Ad(D) = J_r⁻¹ Ad(T_b_w)
+        P2 = jlog @ ad_bw
+        P1 = jlog @ (ad_inv @ ad_bw)
         J = data.J  # world joint Jacobian (6, nv_pin), a view valid until the next pass
         eta = P1 @ (J * aug.mask_tb) - P2 @ (J * aug.mask_cb)
         C[: 6 * n, aug.v_perm] = eta[:, _SWAP].reshape(6 * n, pm.nv)

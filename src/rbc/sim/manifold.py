@@ -97,10 +97,12 @@ class LiftedCloser:
 
     def __post_init__(self) -> None:
         k, part = self.dm.kin, self.part
-        scalar = [_scalar_q_index(k, int(j)) for j in part.independent]
+        # as in Closer: independent coordinates without a scalar value keep their value
+        self._keep = np.array([prescribable(k, int(j)) for j in part.independent], dtype=bool)
+        scalar = [_scalar_q_index(k, int(j)) for j in part.independent[self._keep]]
         if any(i is None for i in scalar):
-            raise ValueError("LiftedCloser needs scalar independent coordinates "
-                             f"(partition '{part.name}' has {', '.join(part.joints)})")
+            raise ValueError("LiftedCloser: a prescribable independent coordinate of "
+                             f"partition '{part.name}' is not stored as its value in q")
         self._qidx = np.array(scalar, dtype=np.int64)
         self._slow = Closer(k, part, self.q)
         self.q = np.array(self.q, dtype=float)
@@ -139,20 +141,23 @@ class LiftedCloser:
         Raises:
             ClosureError: the values cannot be reached from the last configuration.
         """
-        x = np.asarray(x, dtype=float)
+        x = np.asarray(x, dtype=float)[self._keep]
         if np.array_equal(x, self._x):
             return self.q
         q0, lifted = self.q, self.lifted
-        du = x - q0[self._qidx]
+        du = np.zeros(self._keep.size)
+        du[self._keep] = x - q0[self._qidx]
         dv = lifted.E @ du
-        dv[self.part.independent] = 0.0  # set exactly below
+        dv[self.part.independent[self._keep]] = 0.0  # set exactly below
         q = integrate(self.dm.augmented, q0, dv)
         q[self._qidx] = x
         new = self._correct(q)
         if new is None:
             self.fallbacks += 1
             self._slow.q, self._slow._x = q0, None
-            q = self._slow(x)
+            full = np.full(self._keep.size, np.nan)
+            full[self._keep] = x
+            q = self._slow(full)
             new = self._correct(q)
             if new is None:
                 raise ClosureError("the continuation closed the mechanism but the run-time "

@@ -16,9 +16,9 @@ starts and ends at rest; the spline is sampled at 1 ms to check the joint limits
 can overshoot between knots).
 
 **Lift** (DESIGN.md §5). On a uniform grid ``t_k = k·h_ref`` the independent values
-``x(t_k)`` are closed from the previous sample (:class:`rbc.sim.manifold.Closer`: lift
-predictor and module-local Newton corrector, the full continuation of
-:func:`rbc.model.solve.solve` as the fallback), then
+``x(t_k)`` are closed from the previous sample (:class:`rbc.sim.manifold.LiftedCloser`:
+lift predictor and Newton corrector on the augmented tree's closure geometry, the full
+continuation of :func:`rbc.model.solve.solve` as the fallback), then
 ``v = E u`` and ``a = E u̇ + Ė u`` through :func:`rbc.model.partition.curvature`. Between
 grid points the port displacements and task positions are interpolated by cubic Hermite
 polynomials through the sampled values and rates (error O(h_ref⁴)).
@@ -37,10 +37,11 @@ from scipy.interpolate import CubicSpline
 from rbc.errors import RbcError
 from rbc.model.closure import ClosureError
 from rbc.model.compiled import CompiledModel, Partition
+from rbc.model.dynamics import DynamicsData, DynamicsModel
 from rbc.model.interfaces import ports, task_map
-from rbc.model.partition import curvature, lift
+from rbc.model.partition import curvature
 from rbc.model.solve import SolveError, independent_values, resolve_targets
-from rbc.sim.manifold import Closer
+from rbc.sim.manifold import LiftedCloser
 
 #: Spacing [s] of the limit check of the splined reference (a cubic's overshoot between
 #: 20 ms knots is resolved to well below a micrometre at this spacing).
@@ -219,17 +220,19 @@ def _hermite(tg: np.ndarray, y: np.ndarray, yd: np.ndarray, t: float
     return val, rate
 
 
-def lift_reference(model: CompiledModel, part: Partition, ref: SplinedReference,
+def lift_reference(dm: DynamicsModel, part: Partition, ref: SplinedReference,
                    duration: float, dt: float, progress=None) -> LiftedReference:
     """Close the reference on the grid ``0, dt, …, duration`` (module docstring).
 
     Args:
+        dm: the dynamics model (its augmented tree evaluates the closure geometry).
         progress: optional callable receiving the fraction done (0–1).
 
     Raises:
         ReferenceError: a sample cannot be closed (unreachable on the manifold: a
             singular configuration or the edge of the workspace); names the time.
     """
+    model = dm.kin
     n = int(round(duration / dt)) + 1
     time = np.arange(n) * dt
     nu, pm = part.independent.size, ports(model)
@@ -238,14 +241,14 @@ def lift_reference(model: CompiledModel, part: Partition, ref: SplinedReference,
     v, a = np.empty((n, model.nv)), np.empty((n, model.nv))
     tnames = [t.name for t in model.record.tasks]
     tx = {name: (np.empty((n, 3)), np.empty((n, 3))) for name in tnames}
-    close = Closer(model, part, part.q_ref)
+    close = LiftedCloser(dm, DynamicsData.of(dm), part, part.q_ref)
     for k, t in enumerate(time):
         try:
             qk = close(ref(t))
         except ClosureError as err:
             raise ReferenceError(f"{ref.knots.source}: the reference is unreachable on the "
                                  f"closure manifold at t = {t:.3f} s: {err}") from err
-        L = lift(model, part, qk)
+        L = close.lifted
         u[k], ud[k] = ref(t, 1), ref(t, 2)
         v[k], edu = curvature(model, part, qk, u[k], L)
         a[k] = L.E @ ud[k] + edu

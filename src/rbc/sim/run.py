@@ -195,7 +195,7 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
         splined = spline_reference(kin, part, load_knots(opts.reference))
         duration = opts.duration or splined.duration
         cdt, sub = _step_counts(opts, duration)
-        ref = lift_reference(kin, part, splined, duration, min(opts.reference_dt, duration),
+        ref = lift_reference(dm, part, splined, duration, min(opts.reference_dt, duration),
                              None if progress is None else (lambda x: progress("lift", x)))
         q0, v0 = ref.q[0].copy(), ref.v[0].copy()
     else:
