@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
@@ -45,7 +46,7 @@ def bench_compile_command(
         return
     t = Table(title="compile time per loop (peer: smallest N)", title_justify="left")
     for col in ("loops N", "total [s]", "per loop [µs]", "ratio to peer", "slowest pass"):
-        t.add_column(col, justify="right")
+        t.add_column(escape(col), justify="right")  # "[s]" is not rich markup
     for r in rows:
         slow = max(r["passes"].items(), key=lambda kv: kv[1])
         t.add_row(str(r["loops"]), f"{r['seconds']:.4f}", f"{r['per_loop_us']:.1f}",
@@ -78,7 +79,7 @@ def bench_corrector_command(
     t = Table(title=f"corrector per motion step ({steps} steps, h = {res['h']} s; peer: "
               "analytic)", title_justify="left")
     for col in ("method", "median evals", "max evals", "total [s]", "time ratio"):
-        t.add_column(col, justify="right")
+        t.add_column(escape(col), justify="right")  # "[s]" is not rich markup
     for name, r in res["methods"].items():
         t.add_row(name, f"{r['evals_median']:g}", str(r["evals_max"]), f"{r['seconds']:.3f}",
                   f"{r['ratio']:.2f}")
@@ -105,7 +106,7 @@ def bench_dynamics_command(
     t = Table(title=f"{r['robot']}: forward dynamics per state (peer: Pinocchio "
               "constraintDynamics)", title_justify="left")
     for col in ("run", "rbc [µs]", "Pinocchio [µs]", "ratio rbc/Pinocchio"):
-        t.add_column(col, justify="right")
+        t.add_column(escape(col), justify="right")  # "[s]" is not rich markup
     for k in ("single", "batched"):
         label = "single state" if k == "single" else f"batched ({r['states']} states)"
         t.add_row(label, f"{r['ours'][f'{k}_us']:.1f}", f"{r['pinocchio'][f'{k}_us']:.1f}",
@@ -127,7 +128,6 @@ def bench_simulate_command(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """The same closed-loop simulation on each backend: loop wall time, real-time factor."""
-    from rich.markup import escape
     from rich.progress import BarColumn, TextColumn, TimeRemainingColumn
 
     from rbc.bench.simulate import bench_simulate, parse_backends

@@ -77,6 +77,11 @@ class AugmentedTree:
     coupling_C: np.ndarray
 
     @functools.cached_property
+    def v_identity(self) -> bool:
+        """True when this model orders velocities as rbc does (no column re-ordering)."""
+        return bool(np.array_equal(self.v_perm, np.arange(self.kin.nv)))
+
+    @functools.cached_property
     def chord_triples(self) -> tuple[tuple[int, int, int], ...]:
         """Per chord the frame ids (body b, F_tree, F_chord)."""
         return tuple(zip(self.body_frame, self.tree_frame, self.chord_frame, strict=True))
@@ -159,8 +164,8 @@ class AugmentedGeometry:
 
     Attributes:
         q: (nq,); rho: (m,); C: (m, nv) in rbc column order.
-        left_pin: (n_chords, 6, 6) per chord ``J_l⁻¹·Ad(T_b_w)`` in Pinocchio's
-            linear-first order.
+        left: (n_chords, 6, 6) per chord ``J_l⁻¹·Ad(T_b_w)`` from Pinocchio-ordered
+            (linear-first) twists to rbc-ordered (angular-first) residual rows.
     """
 
     aug: AugmentedTree
@@ -168,7 +173,7 @@ class AugmentedGeometry:
     q: np.ndarray
     rho: np.ndarray
     C: np.ndarray
-    left_pin: np.ndarray
+    left: np.ndarray
 
     def velocity_product(self, model: CompiledModel, v: np.ndarray) -> np.ndarray:
         """``Ċ v`` (m,): ``J_l⁻¹ Ad(T_b_w) (α_t − α_c)`` per chord; couplings are linear."""
@@ -179,10 +184,9 @@ class AugmentedGeometry:
         n = len(aug.tree_frame)
         if n:
             world = pin.ReferenceFrame.WORLD
-            diff = np.array([pin.getFrameAcceleration(pm, d, t, world).vector
-                             - pin.getFrameAcceleration(pm, d, c, world).vector
-                             for t, c in zip(aug.tree_frame, aug.chord_frame, strict=True)])
-            out[: 6 * n] = np.einsum("nij,nj->ni", self.left_pin, diff)[:, _SWAP].ravel()
+            acc = np.array([pin.getFrameAcceleration(pm, d, f, world).vector
+                            for f in aug.tree_frame + aug.chord_frame])
+            out[: 6 * n] = (self.left @ (acc[:n] - acc[n:])[:, :, None]).ravel()
         return out
 
 
@@ -207,12 +211,17 @@ def augmented_geometry(aug: AugmentedTree, data: pin.Data, q: np.ndarray) -> Aug
             ad_inv[i] = delta.inverse().action
             ad_bw[i] = T_bw.action
         rho[: 6 * n] = xi[:, _SWAP].ravel()
-        # P₁ = J_l⁻¹ Ad(T_b_w) with J_l⁻¹ = J_r⁻¹ Ad(Δ⁻¹); P₂ = P₁ Ad(D) = J_r⁻¹ Ad(T_b_w)
+        # P₁ = J_l⁻¹ Ad(T_b_w) with J_l⁻¹ = J_r⁻¹ Ad(Δ⁻¹); P₂ = P₁ Ad(D) = J_r⁻¹ Ad(T_b_w);
+        # rows re-ordered to rbc's angular-first order here, columns stay Pinocchio's
+        jlog = jlog[:, _SWAP]
         P2 = jlog @ ad_bw
         P1 = jlog @ (ad_inv @ ad_bw)
         J = data.J  # world joint Jacobian (6, nv_pin), a view valid until the next pass
-        eta = P1 @ (J * aug.mask_tb) - P2 @ (J * aug.mask_cb)
-        C[: 6 * n, aug.v_perm] = eta[:, _SWAP].reshape(6 * n, pm.nv)
+        eta = (P1 @ (J * aug.mask_tb) - P2 @ (J * aug.mask_cb)).reshape(6 * n, pm.nv)
+        if aug.v_identity:
+            C[: 6 * n] = eta
+        else:
+            C[: 6 * n, aug.v_perm] = eta
     if aug.coupling_q.size:
         rho[6 * n:] = aug.coupling_q @ q + kin.coupling_offset
         C[6 * n:] = aug.coupling_C

@@ -25,7 +25,7 @@ from the dependent equations ``(S C_p)ᵀ λ = (M a + h − τ)_p`` (cut coordin
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import pinocchio as pin
@@ -264,7 +264,7 @@ def lift_at(dm: DynamicsModel, data: DynamicsData, part: Partition, q: np.ndarra
     """The lift at q from the augmented tree's closure geometry (geometry attached, so the
     curvature uses its velocity product)."""
     geo = augmented_geometry(dm.augmented, data.augmented_data, q)
-    return replace(lift_from_jacobian(part, geo.C), geometry=geo)
+    return lift_from_jacobian(part, geo.C, geo)
 
 
 def forward_dynamics(dm: DynamicsModel, terms: ReducedTerms, coulomb: bool = True) -> np.ndarray:

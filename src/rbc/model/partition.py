@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Collection
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -308,11 +308,12 @@ class Lift:
 def lift(model: CompiledModel, part: Partition, q: np.ndarray) -> Lift:
     """E(q) for a partition: ``E[ind] = I``, ``E[dep] = −R_p⁻¹ R_a`` (LU solve)."""
     geo = closure_geometry(model, q)
-    return replace(lift_from_jacobian(part, geo.C), geometry=geo)
+    return lift_from_jacobian(part, geo.C, geo)
 
 
-def lift_from_jacobian(part: Partition, C: np.ndarray) -> Lift:
-    """E from an already evaluated closure Jacobian C (m, nv).
+def lift_from_jacobian(part: Partition, C: np.ndarray, geometry: Any = None) -> Lift:
+    """E from an already evaluated closure Jacobian C (m, nv) (and the geometry it came
+    from, kept for the curvature's velocity product).
 
     Raises:
         numpy.linalg.LinAlgError: R_p is exactly singular (LAPACK getrf, ``info > 0``).
@@ -321,13 +322,13 @@ def lift_from_jacobian(part: Partition, C: np.ndarray) -> Lift:
     E = np.zeros((nv, part.independent.size))
     E[part.independent, np.arange(part.independent.size)] = 1.0
     if part.rank == 0:
-        return Lift(E, None, C)
-    SC = C[part.rows]
+        return Lift(E, None, C, geometry)
+    SC = C if part.rows.size == C.shape[0] else C[part.rows]  # rows are sorted and unique
     Rp, Ra = SC[:, part.dependent], SC[:, part.independent]
     lu, piv, info = _lapack_lu()[0](Rp)
     if info > 0:
         raise np.linalg.LinAlgError("Singular matrix")
-    lifted = Lift(E, Rp, C, lu=(lu, piv))
+    lifted = Lift(E, Rp, C, geometry, lu=(lu, piv))
     E[part.dependent] = -lifted.solve(Ra)
     return lifted
 

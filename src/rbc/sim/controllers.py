@@ -125,14 +125,25 @@ class Controller:
         r, rd = self.reference.port_reference(t)
         f = self.gains.kp * (r - ell) + self.gains.kd * (rd - ell_dot)
         if self.feedforward is not None:
-            tg = self.reference.time
-            f = f + np.array([np.interp(t, tg, col) for col in self.feedforward.T])
+            f = f + _linear(self.reference.time, self.feedforward, t)
         return f
 
     def clip(self, f: np.ndarray) -> tuple[np.ndarray, bool]:
         """``(applied, clipped)``: efforts within the limits and whether any was clipped."""
         g = np.clip(f, self.lower, self.upper)
         return g, bool(np.any(g != f))
+
+
+def _linear(tg: np.ndarray, y: np.ndarray, t: float) -> np.ndarray:
+    """Row-wise linear interpolation of samples y (K, n) at time t, held at both ends (as
+    ``numpy.interp``, one search for all columns)."""
+    if tg.size == 1 or t >= tg[-1]:
+        return y[-1]
+    if t <= tg[0]:
+        return y[0]
+    k = int(np.searchsorted(tg, t, side="right")) - 1
+    s = (t - tg[k]) / (tg[k + 1] - tg[k])
+    return (1.0 - s) * y[k] + s * y[k + 1]
 
 
 def effort_limits(dm: DynamicsModel) -> tuple[np.ndarray, np.ndarray]:

@@ -136,7 +136,7 @@ class ReducedBackend(Backend):
         v = self.close.lifted.E @ self.u
         qp, vp = t.q_pin(self.q[: k.nq_tree]), t.v_pin(v[: k.nv_tree])
         kin, pot = self.probe.energy(qp, vp)
-        rho = self.close.lifted.geometry.rho
-        gaps = np.array([np.linalg.norm(rho[6 * i + 3: 6 * i + 6]) for i in range(k.n_chords)])
+        rho = self.close.lifted.geometry.rho[: 6 * k.n_chords].reshape(-1, 6)
+        gaps = np.linalg.norm(rho[:, 3:], axis=1)  # linear part of each chord's residual
         return Measurement(self.q[self.pm.q_index].copy(), v[self.pm.columns].copy(),
                            self.probe.task_positions(qp), gaps, kin, pot, self.q.copy(), v)
