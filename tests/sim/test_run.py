@@ -99,6 +99,10 @@ def test_pinocchio_backend_tracks_like_mujoco(bundles, stewart_mujoco):
     (dict(backend="bullet"), RbcError, "unknown backend 'bullet'"),
     (dict(controller="lqr"), SimulationError, "unknown controller 'lqr'"),
     (dict(control_dt=1.5e-3), SimulationError, "integer multiple of --dt"),
+    (dict(duration=0.0), SimulationError, r"^--duration 0: must be positive$"),
+    (dict(dt=0.0), SimulationError, r"^--dt 0: must be positive$"),
+    (dict(control_dt=0.0), SimulationError, r"^--control-dt 0: must be positive$"),
+    (dict(duration=4e-4), SimulationError, "shorter than one control period"),
     (dict(payload=(("platfrom", 1.0),)), MismatchError, "did you mean 'platform'"),
     (dict(inertia_scale=0.0), MismatchError, "must be positive"),
     (dict(kp={"act_9": 1.0}), ControllerError, "no such actuator"),
@@ -108,6 +112,13 @@ def test_bad_requests_fail_before_running(bundles, kw, error, message):
     opts = SimOptions(**{"reference": STEWART, "duration": 0.01, **kw})
     with pytest.raises(error, match=message):
         prepare(bundles["stewart"], opts)
+
+
+def test_duration_is_rounded_to_whole_control_periods(bundles):
+    prep = prepare(bundles["stewart"], SimOptions(reference=STEWART, duration=0.0104,
+                                                  control_dt=2e-3))
+    assert prep.duration == pytest.approx(0.010, abs=1e-15)  # 5 periods of 2 ms
+    assert prep.substeps == 2
 
 
 def test_tracking_controller_needs_a_reference_and_actuators(bundles):

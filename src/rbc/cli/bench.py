@@ -120,8 +120,8 @@ def bench_simulate_command(
     bundle: Annotated[Path, typer.Argument(help="Bundle written by `rbc compile`.")],
     reference: Annotated[Path, typer.Option(
         help="Reference knots (CSV or YAML) of independent coordinates.")],
-    duration: Annotated[float, typer.Option(help="Simulated time [s].")] = 2.0,
-    dt: Annotated[float, typer.Option(help="Physics step and control period [s].")] = 1e-3,
+    duration: Annotated[float, typer.Option(help="Simulated time \\[s].")] = 2.0,
+    dt: Annotated[float, typer.Option(help="Physics step and control period \\[s].")] = 1e-3,
     backends: Annotated[str, typer.Option(
         help="Comma-separated backends, run in this order.")] = "reduced,mujoco,pinocchio",
     controller: Annotated[str, typer.Option(help="pd, pd+ff or passive.")] = "pd+ff",

@@ -33,10 +33,10 @@ def simulate_command(
         help="Reference knots (CSV or YAML) of independent coordinates.")] = None,
     controller: Annotated[str, typer.Option(help="pd, pd+ff or passive.")] = "pd+ff",
     duration: Annotated[float | None, typer.Option(
-        help="Simulated time [s] (default: the reference's length).")] = None,
-    dt: Annotated[float, typer.Option(help="Physics step [s].")] = 1e-3,
+        help="Simulated time \\[s] (default: the reference's length).")] = None,
+    dt: Annotated[float, typer.Option(help="Physics step \\[s].")] = 1e-3,
     control_dt: Annotated[float | None, typer.Option(
-        help="Control period [s], a multiple of --dt (default --dt).")] = None,
+        help="Control period \\[s], a multiple of --dt (default --dt).")] = None,
     assignments: Annotated[list[str] | None, typer.Option(
         "--set", help="Initial independent coordinate NAME=VALUE [rad or m] (no reference); "
         "repeatable.")] = None,
@@ -58,7 +58,7 @@ def simulate_command(
         help="Reduced backend: rk4 (fixed step) or RK45/DOP853 (adaptive, validation).")
     ] = "rk4",
     reference_dt: Annotated[float, typer.Option(
-        help="Grid spacing [s] of the reference lift and feedforward table.")] = 0.01,
+        help="Grid spacing \\[s] of the reference lift and feedforward table.")] = 0.01,
     partition: Annotated[str | None, typer.Option(help="Stored partition name.")] = None,
     fix_root: Annotated[bool, typer.Option(
         "--fix-root", help="Weld floating roots to the world (fixed-base experiments).")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -53,7 +54,7 @@ def run(
     slope: float | None = typer.Option(None, "--slope", help="slope [rad] (default: model's)"),
     strides: int = typer.Option(10, "--strides", help="number of strides"),
     out: Path | None = typer.Option(None, "--out", help="directory for log, PNG and GIF"),
-    dt: float | None = typer.Option(None, "--dt", min=1e-9, help="RK4 step [s] (> 0)"),
+    dt: float | None = typer.Option(None, "--dt", min=1e-9, help="RK4 step \\[s] (> 0)"),
     json_out: bool = typer.Option(False, "--json", help="machine-readable output"),
     payload: float = typer.Option(0.0, "--payload", help="true plant: payload at the "
                                   "heaviest link [kg]"),
@@ -129,7 +130,7 @@ def run(
     table = Table(title=f"{model} / {controller} / slope {alpha:.4f} rad")
     for col in ("stride", "length [m]", "duration [s]", "speed [m/s]", "F_N [N s]",
                 "cone use", "checks"):
-        table.add_column(col, justify="right")
+        table.add_column(escape(col), justify="right")  # "[s]" is not rich markup
     for s in summ["strides"]:
         table.add_row(str(s["index"]), f"{s['length']:.4f}", f"{s['duration']:.4f}",
                       f"{s['speed']:.4f}", f"{s['impulse_normal']:.3f}",
@@ -201,7 +202,7 @@ def fixedpoint(
     model: str = typer.Option("compass", "--model", help="walker model name"),
     controller: str = typer.Option("passive", "--controller", help="passive or fl"),
     slope: float | None = typer.Option(None, "--slope", help="slope [rad] (default: model's)"),
-    dt: float | None = typer.Option(None, "--dt", min=1e-9, help="RK4 step [s] (> 0)"),
+    dt: float | None = typer.Option(None, "--dt", min=1e-9, help="RK4 step \\[s] (> 0)"),
     json_out: bool = typer.Option(False, "--json", help="machine-readable output"),
 ) -> None:
     """Find the period-one gait (Newton on the Poincaré map) and its eigenvalues."""

@@ -14,8 +14,8 @@ dataset                        shape        meaning
 ``control/command``            (N, n_act)   controller output before clipping [N, N·m]
 ``control/effort``             (N, n_act)   applied (clipped) effort, held over step i
 ``control/clipped``            (N,)         whether any port was clipped at step i
-``loop_gaps``                  (N+1, n_gap) world-frame anchor distances [m] (attribute
-                                            ``gap_names``)
+``loop_gaps``                  (N+1, n_gap) world-frame anchor distances [m] (columns
+                                            named by the root attribute ``gap_names``)
 ``kinetic``, ``potential``     (N+1,)       energies [J]
 ``work_actuators``,            (N+1,)       cumulative work [J]
 ``work_passive``
@@ -80,20 +80,8 @@ def plot(result: SimResult, out: Path) -> list[Path]:
         ax[1].legend(fontsize="small", ncol=3, loc="upper right")
         fig.suptitle(title + " — tracking error")
         paths.append(_save(fig, out / "tracking.png"))
-    fig, ax = plt.subplots(figsize=(8, 4))
-    eff = log["control/effort"]
-    for i, name in enumerate(result.attrs["actuators"]):
-        line, = ax.plot(t[:-1], eff[:, i], label=name)
-        lo, hi = s["effort_limits"][name]
-        for lim in (lo, hi):
-            if np.isfinite(lim):
-                ax.axhline(lim, color=line.get_color(), ls="--", lw=0.8)
-    ax.set_xlabel("time [s]")
-    ax.set_ylabel("port effort [N or N·m]")
-    if result.attrs["actuators"]:
-        ax.legend(fontsize="small", ncol=3, loc="upper right")
-    ax.set_title(title + " — efforts (dashed: limits)")
-    paths.append(_save(fig, out / "efforts.png"))
+    paths.append(_effort_plot(plt, t, log["control/effort"], result.attrs["actuators"],
+                              s["effort_limits"], title, out / "efforts.png"))
     fig, ax = plt.subplots(figsize=(8, 4))
     gaps = log["loop_gaps"]
     for i, name in enumerate(result.attrs["gap_names"]):
@@ -105,6 +93,33 @@ def plot(result: SimResult, out: Path) -> list[Path]:
     ax.set_title(title + " — loop gaps")
     paths.append(_save(fig, out / "loop_gaps.png"))
     return paths
+
+
+def _effort_plot(plt, t: np.ndarray, eff: np.ndarray, names: list[str],
+                 limits: dict[str, list[float]], title: str, path: Path) -> Path:
+    """Efforts on their own scale (limits dashed only when within 2× of the peak, so small
+    efforts are not flattened by far-away limits) and, below, the share of the limit used
+    in the effort's direction [%], with ±100 % marked."""
+    fig, ax = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    peak = float(np.abs(eff).max(initial=0.0))
+    for i, name in enumerate(names):
+        line, = ax[0].plot(t[:-1], eff[:, i], label=name)
+        lo, hi = limits[name]
+        for lim in (lo, hi):
+            if np.isfinite(lim) and abs(lim) <= 2.0 * peak:
+                ax[0].axhline(lim, color=line.get_color(), ls="--", lw=0.8)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(eff[:, i] >= 0, eff[:, i] / hi, -eff[:, i] / lo)
+        ax[1].plot(t[:-1], 100.0 * share, color=line.get_color())
+    ax[0].set_ylabel("port effort [N or N·m]")
+    if names:
+        ax[0].legend(fontsize="small", ncol=3, loc="upper right")
+    for y in (-100.0, 100.0):
+        ax[1].axhline(y, color="k", ls="--", lw=0.8)
+    ax[1].set_ylabel("share of limit [%]")
+    ax[1].set_xlabel("time [s]")
+    fig.suptitle(title + " — efforts (dashed: limits)")
+    return _save(fig, path)
 
 
 def _save(fig, path: Path) -> Path:

@@ -107,17 +107,32 @@ class Prepared:
     prepare_time: float = 0.0
 
 
-def _step_counts(opts: SimOptions, duration: float) -> tuple[float, int]:
-    if not (opts.dt > 0 and duration > 0):
-        raise SimulationError(f"--dt {opts.dt:g} and --duration {duration:g} must be positive")
-    cdt = opts.control_dt or opts.dt
+def _step_counts(opts: SimOptions, duration: float) -> tuple[float, int, float]:
+    """``(control period, physics steps per control period, duration run)`` [s, 1, s].
+
+    The duration run is the requested one rounded to whole control periods.
+
+    Raises:
+        SimulationError: a non-positive step, period or duration (each named alone), a
+            control period that is not a whole number of physics steps, or a duration
+            shorter than one control period.
+    """
+    for name, value in (("--dt", opts.dt), ("--duration", duration),
+                        ("--control-dt", opts.control_dt)):
+        if value is not None and not value > 0:  # also refuses NaN
+            raise SimulationError(f"{name} {value:g}: must be positive")
+    cdt = opts.dt if opts.control_dt is None else opts.control_dt
     sub = int(round(cdt / opts.dt))
     # a control period is an integer number of physics steps (to 1e-9 relative: round-off
     # in the decimal step sizes the user types)
     if sub < 1 or abs(sub * opts.dt - cdt) > 1e-9 * cdt:
         raise SimulationError(f"--control-dt {cdt:g} must be an integer multiple of --dt "
                               f"{opts.dt:g} (zero-order hold over whole physics steps)")
-    return cdt, sub
+    periods = int(round(duration / cdt))
+    if periods < 1:
+        raise SimulationError(f"--duration {duration:g} is shorter than one control period "
+                              f"({cdt:g} s)")
+    return cdt, sub, periods * cdt
 
 
 def _speeds(kin: CompiledModel, part: Partition, velocity: Mapping[str, float]) -> np.ndarray:
@@ -193,16 +208,15 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
     ref: LiftedReference | None = None
     if opts.reference is not None:
         splined = spline_reference(kin, part, load_knots(opts.reference))
-        duration = opts.duration or splined.duration
-        cdt, sub = _step_counts(opts, duration)
+        duration = splined.duration if opts.duration is None else opts.duration
+        cdt, sub, duration = _step_counts(opts, duration)
         ref = lift_reference(dm, part, splined, duration, min(opts.reference_dt, duration),
                              None if progress is None else (lambda x: progress("lift", x)))
         q0, v0 = ref.q[0].copy(), ref.v[0].copy()
     else:
         if opts.duration is None:
             raise SimulationError("give --duration (there is no reference to take it from)")
-        duration = opts.duration
-        cdt, sub = _step_counts(opts, duration)
+        cdt, sub, duration = _step_counts(opts, opts.duration)
         try:
             q0 = solve_named(kin, part.name, dict(opts.initial)).q
         except SolveError as err:
