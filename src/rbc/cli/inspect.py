@@ -25,7 +25,7 @@ def inspect_command(
     if as_json:
         typer.echo(json.dumps(s, indent=2))
         return
-    con = Console(highlight=False)
+    con = Console(highlight=False, soft_wrap=True)  # no wrapping at 80 columns when piped
     con.print(f"[bold]{s['name']}[/bold]  ({bundle})")
     con.print(f"  bodies ({len(s['bodies'])}): {', '.join(s['bodies'])}")
     con.print(f"  joints ({len(s['joints'])}): {', '.join(s['joints'])}")

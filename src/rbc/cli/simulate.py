@@ -102,7 +102,7 @@ def simulate_command(
     if as_json:
         typer.echo(json.dumps(s, indent=2))
         return
-    con = Console(highlight=False)
+    con = Console(highlight=False, soft_wrap=True)  # no wrapping at 80 columns when piped
     con.print(f"{Path(bundle).name}: {backend}, {controller}, {s['duration']:g} s "
               f"(dt {dt:g} s, control {s['control_dt']:g} s); real-time factor "
               f"{s['real_time_factor']:.3g}")
