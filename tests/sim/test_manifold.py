@@ -54,3 +54,65 @@ def test_lifted_closer_falls_back_to_the_continuation(bundles, monkeypatch):
     assert np.abs(residual(kin, q)).max() <= CLOSURE_TOL
     assert np.abs(kin.difference(Closer(kin, part, part.q_ref)(x), q)).max() <= 1e-10
     assert np.abs(close.lifted.E - lift(kin, part, q).E).max() <= 1e-10
+
+
+PLANAR_LOOP = """rbc: 1
+name: planar_loop
+gravity: [0, -9.81, 0]
+bodies:
+  - {name: ground, fixed: true}
+  - {name: puck, mass: 1.0, inertia: [0.01, 0.01, 0.01, 0, 0, 0]}
+  - {name: link, mass: 0.5, com: [0.15, 0, 0], inertia: [0.001, 0.004, 0.004, 0, 0, 0]}
+  - {name: slider, mass: 0.3, inertia: [0.001, 0.001, 0.001, 0, 0, 0]}
+joints:
+  - {name: P, type: planar, parent: ground, child: puck, normal: [0, 0, 1],
+     parent_frame: {xyz: [0, 0, 0]}, child_frame: {xyz: [0, 0, 0]}, initial: [0.3, 0.1, 0.2]}
+  - {name: R1, type: revolute, parent: puck, child: link, axis: [0, 0, 1],
+     parent_frame: {xyz: [0, 0, 0]}, child_frame: {xyz: [0, 0, 0]}}
+  - {name: S, type: prismatic, parent: link, child: slider, axis: [1, 0, 0],
+     parent_frame: {xyz: [0, 0, 0]}, child_frame: {xyz: [0, 0, 0]}}
+  - {name: R2, type: revolute, parent: ground, child: slider, axis: [0, 0, 1],
+     parent_frame: {xyz: [0, 0, 0]}, child_frame: {xyz: [0, 0, 0]}}
+independent: [P]
+"""
+
+
+def test_lifted_closer_prescribes_a_planar_joint_through_its_own_maps(tmp_path):
+    """A planar joint stores its angle as cos/sin: it is prescribed by the joint's maps, not
+    by a q index, and the result equals the path-product corrector's."""
+    from rbc.compiler import compile_record
+
+    path = tmp_path / "planar_loop.yaml"
+    path.write_text(PLANAR_LOOP)
+    _, report = compile_record(path)
+    parted = report.stages["rank"]
+    kin, part = parted.model, parted.partitions[0]
+    assert [kin.v_names[int(j)] for j in part.independent] == ["P.vx", "P.vy", "P.wz"]
+    dm = DynamicsModel.build(kin)
+    fast = LiftedCloser(dm, DynamicsData.of(dm), part, part.q_ref)
+    assert not fast._direct.all()  # the angle goes through set_values
+    x = independent_values(kin, part, part.q_ref) + np.array([0.01, -0.02, 0.05])
+    qa, qb = fast(x), Closer(kin, part, part.q_ref)(x)
+    assert np.abs(residual(kin, qa)).max() <= CLOSURE_TOL
+    assert independent_values(kin, part, qa) == pytest.approx(x, abs=1e-15)
+    assert np.abs(kin.difference(qb, qa)).max() <= 1e-10
+
+
+def test_planar_independent_coordinates_are_refused_where_x_dot_is_not_u(tmp_path):
+    """The reduced backend integrates values with ẋ = u and a reference prescribes value
+    rates; a planar joint's speeds are body-frame rates, so both refuse it by name."""
+    from rbc.compiler import compile_to_file
+    from rbc.sim.backends import BackendError
+    from rbc.sim.reference import ReferenceError, load_knots, spline_reference
+    from rbc.sim.run import SimOptions, prepare
+
+    record, bundle = tmp_path / "planar_loop.yaml", tmp_path / "planar_loop.h5"
+    record.write_text(PLANAR_LOOP)
+    compile_to_file(record, bundle)
+    with pytest.raises(BackendError, match=r"speeds of P are body-frame rates"):
+        prepare(bundle, SimOptions(controller="passive", duration=0.01))
+    kin = CompiledModel.from_bundle(bundle)
+    csv = tmp_path / "p.csv"
+    csv.write_text("time,P.wz\n0,0.2\n1,0.3\n")
+    with pytest.raises(ReferenceError, match=r"P.wz is a planar joint's body-frame speed"):
+        spline_reference(kin, kin.partitions["default"], load_knots(csv))

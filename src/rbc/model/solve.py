@@ -110,6 +110,15 @@ def prescribable(model: CompiledModel, j: int) -> bool:
     return len(kind.limited) == kind.nv and kind.nv > 0
 
 
+def rate_is_speed(model: CompiledModel, j: int) -> bool:
+    """Whether velocity coordinate j is the time derivative of its value (q̇ = v: revolute,
+    prismatic, helical, universal, cylindrical). A planar joint's speeds are body-frame
+    rates (docs/conventions.md), not the rates of its x, y, θ; spherical and free joints
+    have no scalar values."""
+    kind = model.kinds[int(model.v_edge[j])]
+    return prescribable(model, j) and kind.nq == kind.nv
+
+
 def coordinate_value(model: CompiledModel, q: np.ndarray, j: int) -> float:
     """Value [rad or m] of prescribable velocity coordinate j at q."""
     k = int(model.v_edge[j])
@@ -351,4 +360,5 @@ def configuration_by_joint(model: CompiledModel, q: np.ndarray) -> dict[str, flo
 
 __all__ = ["MAX_CORRECTOR", "MAX_STEP", "SolveError", "SolveResult", "configuration_by_joint",
            "coordinate_value", "get_partition", "independent_values", "parse_assignment",
-           "prescribable", "resolve_targets", "set_values", "solve", "solve_named"]
+           "prescribable", "rate_is_speed", "resolve_targets", "set_values", "solve",
+           "solve_named"]

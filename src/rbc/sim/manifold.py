@@ -19,7 +19,15 @@ from rbc.model.closure import CLOSURE_TOL, ClosureError, SolveStats
 from rbc.model.compiled import CompiledModel, Partition
 from rbc.model.dynamics import DynamicsData, DynamicsModel, lift_at
 from rbc.model.partition import Lift
-from rbc.model.solve import MAX_CORRECTOR, advance, module_plan, prescribable, solve
+from rbc.model.solve import (
+    MAX_CORRECTOR,
+    advance,
+    coordinate_value,
+    module_plan,
+    prescribable,
+    set_values,
+    solve,
+)
 
 
 @dataclass
@@ -99,18 +107,35 @@ class LiftedCloser:
         k, part = self.dm.kin, self.part
         # as in Closer: independent coordinates without a scalar value keep their value
         self._keep = np.array([prescribable(k, int(j)) for j in part.independent], dtype=bool)
-        scalar = [_scalar_q_index(k, int(j)) for j in part.independent[self._keep]]
-        if any(i is None for i in scalar):
-            raise ValueError("LiftedCloser: a prescribable independent coordinate of "
-                             f"partition '{part.name}' is not stored as its value in q")
-        self._qidx = np.array(scalar, dtype=np.int64)
+        self._idx = np.asarray(part.independent, dtype=np.int64)[self._keep]
+        # coordinates stored as their value in q are read and set by index; the others
+        # (a planar joint's angle, stored as cos/sin) through the joint's own maps
+        qidx = [_scalar_q_index(k, int(j)) for j in self._idx]
+        self._direct = np.array([i is not None for i in qidx], dtype=bool)
+        self._qidx = np.array([i for i in qidx if i is not None], dtype=np.int64)
         self._slow = Closer(k, part, self.q)
         self.q = np.array(self.q, dtype=float)
         self.lifted = self._correct(self.q)
         if self.lifted is None:
             raise ClosureError(f"the initial configuration is not closed (partition "
                                f"'{part.name}')")
-        self._x = self.q[self._qidx].copy()
+        self._x = self._values(self.q)
+
+    def _values(self, q: np.ndarray) -> np.ndarray:
+        """Values (n_kept,) of the prescribed independent coordinates at q [rad or m]."""
+        out = np.empty(self._idx.size)
+        out[self._direct] = q[self._qidx]
+        for n in np.flatnonzero(~self._direct):
+            out[n] = coordinate_value(self.dm.kin, q, int(self._idx[n]))
+        return out
+
+    def _set(self, q: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """q with the prescribed independent coordinates set to x (n_kept,)."""
+        q[self._qidx] = x[self._direct]
+        generic = np.flatnonzero(~self._direct)
+        if generic.size:
+            q = set_values(self.dm.kin, q, {int(self._idx[n]): float(x[n]) for n in generic})
+        return q
 
     def _correct(self, q: np.ndarray) -> Lift | None:
         """Newton from q with the independent values held; the lift at the result or None."""
@@ -146,11 +171,10 @@ class LiftedCloser:
             return self.q
         q0, lifted = self.q, self.lifted
         du = np.zeros(self._keep.size)
-        du[self._keep] = x - q0[self._qidx]
+        du[self._keep] = x - self._values(q0)
         dv = lifted.E @ du
-        dv[self.part.independent[self._keep]] = 0.0  # set exactly below
-        q = integrate(self.dm.augmented, q0, dv)
-        q[self._qidx] = x
+        dv[self._idx] = 0.0  # set exactly below
+        q = self._set(integrate(self.dm.augmented, q0, dv), x)
         new = self._correct(q)
         if new is None:
             self.fallbacks += 1
@@ -168,10 +192,10 @@ class LiftedCloser:
 
 def _scalar_q_index(model: CompiledModel, j: int) -> int | None:
     """The q index holding velocity coordinate j's value when q and v coincide there
-    (revolute, prismatic, helical, universal, cylindrical, …), else None."""
+    (revolute, prismatic, helical, universal, cylindrical), else None (e.g. planar)."""
     k = int(model.v_edge[j])
     kind = model.kinds[k]
-    if not prescribable(model, j) or kind.nq != kind.nv:
+    if kind.nq != kind.nv:
         return None
     probe = np.linspace(0.1, 0.2, kind.nq)
     if not np.array_equal(kind.limited_coordinates(probe), probe):

@@ -40,7 +40,7 @@ from rbc.model.compiled import CompiledModel, Partition
 from rbc.model.dynamics import DynamicsData, DynamicsModel
 from rbc.model.interfaces import ports, task_map
 from rbc.model.partition import curvature
-from rbc.model.solve import SolveError, independent_values, resolve_targets
+from rbc.model.solve import SolveError, independent_values, rate_is_speed, resolve_targets
 from rbc.sim.manifold import LiftedCloser
 
 #: Spacing [s] of the limit check of the splined reference (a cubic's overshoot between
@@ -148,8 +148,9 @@ def spline_reference(model: CompiledModel, part: Partition, knots: Knots) -> Spl
     """Bind knots to the partition's independent coordinates and spline them.
 
     Raises:
-        ReferenceError: an unknown or dependent coordinate, a knot or a spline sample
-            outside the joint limits (names the coordinate, time and value).
+        ReferenceError: an unknown or dependent coordinate, a planar joint's coordinate,
+            a knot or a spline sample outside the joint limits (names the coordinate, time
+            and value).
     """
     try:
         resolve_targets(model, part, {n: float(x) for n, x in
@@ -157,6 +158,11 @@ def spline_reference(model: CompiledModel, part: Partition, knots: Knots) -> Spl
     except SolveError as err:
         raise ReferenceError(f"{knots.source}: {err}") from err
     v_index = {n: j for j, n in enumerate(model.v_names)}
+    for n in knots.names:
+        if not rate_is_speed(model, v_index[n]):
+            raise ReferenceError(f"{knots.source}: {n} is a planar joint's body-frame speed, "
+                                 "not the rate of a value: a reference cannot prescribe it "
+                                 "(hold it, or make other joints independent)")
     pos = {int(j): i for i, j in enumerate(part.independent)}
     columns = np.array([pos[v_index[n]] for n in knots.names], dtype=np.int64)
     spline = CubicSpline(knots.time, knots.values, axis=0, bc_type="clamped")

@@ -32,7 +32,7 @@ from rbc.model.dynamics import (
     reduced_terms,
 )
 from rbc.model.interfaces import ports
-from rbc.model.solve import independent_values
+from rbc.model.solve import independent_values, rate_is_speed
 from rbc.sim.backends import Backend, BackendError, Measurement
 from rbc.sim.backends.tree_probe import TreeProbe, record_tasks
 from rbc.sim.manifold import LiftedCloser
@@ -76,12 +76,21 @@ class ReducedBackend(Backend):
 
     @classmethod
     def check(cls, plant, part) -> None:
-        """Scalar independent coordinates only (the state is their values)."""
+        """Independent coordinates whose speeds are the rates of their values (the state is
+        the values, integrated with ẋ = u)."""
         if np.any(np.isnan(independent_values(plant, part, part.q_ref))):
             raise BackendError("the reduced backend integrates the independent coordinates' "
                                "values; this partition has spherical/free independent "
                                f"coordinates ({', '.join(part.joints)}); for a floating "
                                "base use --fix-root or another backend")
+        bad = sorted({plant.edge_names[int(plant.v_edge[j])] for j in part.independent
+                      if not rate_is_speed(plant, int(j))})
+        if bad:
+            raise BackendError(f"the reduced backend integrates the independent coordinates' "
+                               f"values with ẋ = u, but the speeds of {', '.join(bad)} are "
+                               "body-frame rates (planar joint); choose other independent "
+                               "joints (`independent:` in the record, or --partition) or "
+                               "use the mujoco or pinocchio backend")
 
     # ----------------------------------------------------------------- dynamics
     def _rhs(self, x: np.ndarray, u: np.ndarray, f: np.ndarray) -> np.ndarray:
