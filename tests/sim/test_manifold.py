@@ -32,7 +32,8 @@ def test_lifted_closer_agrees_with_the_path_product_closer(bundles, name):
         # … at the same configuration as the other corrector (both closed to 1e-13 on a
         # locally unique branch; 1e-10 allows the conditioning of R_p)
         assert np.abs(kin.difference(qb, qa)).max() <= 1e-10, (name, h)
-        # the kept lift is the lift at the closed configuration
+        # the kept lift is the lift at the closed configuration (two algorithms for C, the
+        # same LU solve; E entries are O(1..10), so 1e-10 leaves the conditioning of R_p)
         assert np.abs(fast.lifted.E - lift(kin, part, qa).E).max() <= 1e-10, (name, h)
         assert np.array_equal(independent_values(kin, part, qa)[fast._keep], x[fast._keep])
     assert fast.fallbacks == 0

@@ -171,7 +171,7 @@ class LiftedCloser:
             return self.q
         q0, lifted = self.q, self.lifted
         du = np.zeros(self._keep.size)
-        du[self._keep] = x - self._values(q0)
+        du[self._keep] = x - self._x  # the values at q0 (Newton moves dependents only)
         dv = lifted.E @ du
         dv[self._idx] = 0.0  # set exactly below
         q = self._set(integrate(self.dm.augmented, q0, dv), x)
