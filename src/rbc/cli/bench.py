@@ -9,8 +9,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress
 from rich.table import Table
+
+from rbc.cli.app import progress_bar
 
 bench_app = typer.Typer(help="Benchmarks (ratios against a peer in the same process).",
                         no_args_is_help=True)
@@ -36,7 +37,7 @@ def bench_compile_command(
         raise UsageError(f"--loops: expected comma-separated integers, got '{loops}'") from err
     if not sizes or min(sizes) < 1:
         raise UsageError(f"--loops: expected positive integers, got '{loops}'")
-    with Progress(console=Console(stderr=True), transient=True) as bar:
+    with progress_bar() as bar:
         task = bar.add_task("compiling chains", total=len(sizes))
         rows = bench_compile(sizes, repeats, progress=lambda n: bar.advance(task))
     wall = cli_wall_time(record) if record else None
@@ -70,7 +71,7 @@ def bench_corrector_command(
 
     model = CompiledModel.from_bundle(bundle)
     part = get_partition(model, partition)
-    with Progress(console=Console(stderr=True), transient=True) as bar:
+    with progress_bar() as bar:
         task = bar.add_task("motion steps", total=steps)
         res = bench_corrector(model, part, steps, progress=lambda n: bar.advance(task, n))
     if as_json:
@@ -135,9 +136,8 @@ def bench_simulate_command(
     names = parse_backends(backends)
     labels = {"lift": "lifting the reference", "ff": "feedforward table",
               "simulate": "simulating"}
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn(
-            "{task.percentage:>5.1f}%"), TimeRemainingColumn(), console=Console(stderr=True),
-            transient=True) as bar:
+    with progress_bar(TextColumn("{task.description}"), BarColumn(), TextColumn(
+            "{task.percentage:>5.1f}%"), TimeRemainingColumn()) as bar:
         tasks: dict[tuple[str, str], int] = {}
 
         def progress(backend: str, stage: str, fraction: float) -> None:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from rbc.cli.app import app
+from rbc.cli.app import app, progress_bar
 
 
 def _pairs(values: list[str] | None, option: str) -> list[tuple[str, float]]:
@@ -70,7 +70,7 @@ def simulate_command(
 ) -> None:
     """Run a controller on a plant (reduced model, MuJoCo or Pinocchio) and summarise."""
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, TextColumn, TimeRemainingColumn
 
     from rbc.sim.outputs import write_outputs
     from rbc.sim.run import SimOptions, prepare, simulate
@@ -82,12 +82,10 @@ def simulate_command(
         payload=tuple(_pairs(payload, "--payload")), inertia_scale=inertia_scale,
         bandwidth=bandwidth, zeta=zeta, kp=dict(_pairs(kp, "--kp")), kd=dict(_pairs(kd, "--kd")),
         integrator=integrator, partition=partition, fix_root=fix_root)
-    err = Console(stderr=True)
     labels = {"lift": "lifting the reference", "ff": "feedforward table",
               "simulate": f"simulating ({backend})"}
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn(
-            "{task.percentage:>5.1f}%"), TimeRemainingColumn(), console=err,
-            transient=True) as bar:
+    with progress_bar(TextColumn("{task.description}"), BarColumn(), TextColumn(
+            "{task.percentage:>5.1f}%"), TimeRemainingColumn()) as bar:
         tasks: dict[str, int] = {}
 
         def progress(stage: str, fraction: float) -> None:

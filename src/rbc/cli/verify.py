@@ -8,10 +8,9 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import Progress
 from rich.table import Table
 
-from rbc.cli.app import app
+from rbc.cli.app import app, progress_bar
 
 
 @app.command("verify")
@@ -42,7 +41,7 @@ def verify_command(
 
     model = CompiledModel.from_bundle(bundle)
     part = get_partition(model, partition)
-    with Progress(console=Console(stderr=True), transient=True) as bar:
+    with progress_bar() as bar:
         task = bar.add_task(f"verifying {model.record.name} ({part.name})",
                             total=work_units(samples))
         checks = run_kinematic_checks(model, part, samples=samples, seed=seed,

@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from rbc.cli.app import progress_bar
+
 
 def _output_dir(out: Path) -> None:
     """Create ``--out`` as a directory; a path naming an existing file is a usage error."""
@@ -82,7 +84,6 @@ def run(
     """Simulate STRIDES strides and print stride metrics."""
     if out is not None:
         _output_dir(out)
-    from rich.progress import Progress
 
     from rbc.walkers.api import (
         RUN_CONTROLLERS,
@@ -101,7 +102,7 @@ def run(
              "bias": bias, "friction": friction, "stick_slip": stick_slip,
              "ice": tuple(ice), "trip": tuple(trip), "push": tuple(push)}
     alpha = _slope(model, slope)
-    with Progress(console=_err, transient=True, disable=json_out) as prog:
+    with progress_bar(hidden=json_out) as prog:
         task = prog.add_task(f"walking {model}", total=strides)
 
         def tick(i: int) -> None:
@@ -162,13 +163,12 @@ def batch(
     """Monte Carlo batch: fall rate, tracking EMA and contraction per controller."""
     if out is not None:
         _output_dir(out)
-    from rich.progress import Progress
 
     from rbc.walkers.batch import BatchConfig, run_batch
 
     cfg = BatchConfig(model=model, controllers=tuple(c for c in controllers.split(",") if c),
                       samples=samples, strides=strides, seed=seed)
-    with Progress(console=_err, transient=True) as prog:
+    with progress_bar() as prog:
         task = prog.add_task("batch", total=samples * len(cfg.controllers))
         summ = run_batch(cfg, workers=workers, dask_scheduler=dask_scheduler,
                          progress=lambda done, total: prog.update(task, completed=done))
