@@ -86,6 +86,9 @@ def test_excavator_cycle_runs_and_reports_the_loop_gap(bundles, backend):
     assert set(s["tracking_rms"]) == {"bucket_tip"}
     assert 0.0 < s["max_loop_gap"] < 1e-3  # m: closed to round-off (reduced) or softly
     assert len(s["max_loop_gap_by_constraint"]) >= 4  # one or more per arm loop
+    # the swing motor turns a revolute joint, the cylinders are prismatic
+    assert s["port_units"]["swing_motor"] == ("rad", "N·m")
+    assert s["port_units"]["boom_cylinder"] == ("m", "N")
 
 
 def test_pinocchio_backend_tracks_like_mujoco(bundles, stewart_mujoco):

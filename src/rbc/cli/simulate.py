@@ -108,8 +108,9 @@ def simulate_command(
         con.print(f"  tracking RMS {name}: {1e3 * rms:.4g} mm")
     for name, peak in s["peak_effort"].items():
         lo, hi = s["effort_limits"][name]
-        rms = f"port RMS {s['port_rms'][name]:.3g}, " if name in s["port_rms"] else ""
-        con.print(f"  {name}: {rms}peak effort {peak:.4g} (limits {lo:g}..{hi:g})")
+        du, fu = s["port_units"][name]
+        rms = f"port RMS {s['port_rms'][name]:.3g} {du}, " if name in s["port_rms"] else ""
+        con.print(f"  {name}: {rms}peak effort {peak:.4g} {fu} (limits {lo:g}..{hi:g} {fu})")
     con.print(f"  clipped steps {s['clipped_steps']}, max loop gap {s['max_loop_gap']:.3g} m, "
               f"energy ledger residual {s['energy_ledger_residual']:.3g} J")
     if out is not None:

@@ -301,6 +301,14 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
     return SimResult(log, attrs, summary)
 
 
+def _port_units(kin: CompiledModel) -> list[tuple[str, tuple[str, str]]]:
+    """Per actuator ``(displacement unit, effort unit)``: a prismatic port moves in m and
+    takes N; a revolute or helical port turns in rad and takes N·m."""
+    joints = kin.record.joint_index()
+    return [(a.name, ("m", "N") if kin.record.joints[joints[a.joint]].type == "prismatic"
+             else ("rad", "N·m")) for a in kin.record.actuators]
+
+
 def _rms(x: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.square(x)))) if x.size else 0.0
 
@@ -327,6 +335,7 @@ def _summary(prep: Prepared, plant: Backend, log: dict[str, np.ndarray], wall: f
                           for i, n in enumerate(names)}
     out["effort_limits"] = {n: [float(ctrl.lower[i]), float(ctrl.upper[i])]
                             for i, n in enumerate(names)}
+    out["port_units"] = dict(_port_units(prep.kin))
     out["clipped_steps"] = int(log["control/clipped"].sum())
     gaps = log["loop_gaps"]
     out["max_loop_gap"] = float(gaps.max(initial=0.0))
