@@ -52,7 +52,8 @@ def test_acceptance(name):
     assert tuple(checks) == CHECK_NAMES
     for c in checks.values():
         assert c.passed, f"{name}: {c.name} = {c.value:.3g} (limit {c.limit:g}): {c.detail}"
-        assert f"({2 * N_STATES} states)" in c.detail or c.name in (
+        assert (f"({2 * N_STATES} states: {N_STATES} of set A, {N_STATES} of set B)"
+                in c.detail) or c.name in (
             "ports.virtual_power", "curvature.omitted"), c.detail
     assert checks["dynamics.delta_a.kkt50"].value <= KKT_LIMIT
     assert checks["dynamics.delta_f.kkt50"].value <= KKT_LIMIT

@@ -185,7 +185,15 @@ def _summary(name: str, items: list[tuple[float, str]], limit: float, unit: str,
                           f"{items[n][1]}", lower_bound=True)
     return make_check(name, float(vals[n]), limit, unit,
                       f"{what}; median {med:.2e}, {word} at state {items[n][1]} "
-                      f"({len(vals)} states)", lower_bound=lower)
+                      f"({_set_counts(items)})", lower_bound=lower)
+
+
+def _set_counts(items: list[tuple[float, str]]) -> str:
+    """E.g. ``"96 states: 48 of set A, 48 of set B"`` from state labels ``"A#25"``."""
+    sets = sorted({label.split("#")[0] for _, label in items})
+    counts = ", ".join(f"{sum(1 for _, lb in items if lb.split('#')[0] == s)} of set {s}"
+                       for s in sets)
+    return f"{len(items)} states: {counts}"
 
 
 def _not_run(name: str, limit: float, unit: str, why: str, lower: bool = False,
