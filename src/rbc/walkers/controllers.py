@@ -12,7 +12,7 @@ import numpy as np
 from scipy.linalg.lapack import dgesv as _gesv
 
 from rbc.walkers.errors import WalkerError
-from rbc.walkers.model import WalkerModel
+from rbc.walkers.model import FusedTerms, WalkerModel
 
 CONTROLLERS = ("passive", "fl")
 
@@ -25,18 +25,14 @@ class Passive:
     alpha: float
 
     def __post_init__(self) -> None:
-        m = self.model
-        pre = {"M": np.array(m.M), "diagI": np.diag(m.I), "gw": m.g * m.w,
-               "off2": np.array([np.pi / 2, 0.0])[:, None, None], "u": np.zeros(m.B.shape[1])}
-        object.__setattr__(self, "_pre", pre)
+        object.__setattr__(self, "_terms", FusedTerms(self.model, self.alpha))
+        object.__setattr__(self, "_u", np.zeros(self.model.B.shape[1]))
 
     def accel(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(qdd (n,), u (nu,) = 0)``: the fused form of
-        :func:`rbc.walkers.swing.forward_dynamics` (same equations, fewer array calls)."""
-        P = self._pre
-        MT = P["M"] * np.sin((q[:, None] - q) + P["off2"])  # M cos(qi-qj), M sin(qi-qj)
-        rhs = MT[1] @ (-(qd * qd)) + P["gw"] * np.sin(q + self.alpha)
-        return _gesv(MT[0] + P["diagI"], rhs)[2], P["u"]
+        """``(qdd (n,), u (nu,) = 0)``: :func:`rbc.walkers.swing.forward_dynamics` with the
+        fused terms of :class:`rbc.walkers.model.FusedTerms` (same equations)."""
+        D, mhg = self._terms(q, qd)
+        return _gesv(D, mhg)[2], self._u
 
 
 def make_controller(name: str, model: WalkerModel, alpha: float):

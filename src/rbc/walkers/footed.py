@@ -44,7 +44,7 @@ from rbc.walkers.foot import (
     sole_points,
 )
 from rbc.walkers.footed_gait import FootedDesign, design_gait
-from rbc.walkers.model import WalkerModel, energy, point
+from rbc.walkers.model import FusedTerms, WalkerModel, energy, point
 from rbc.walkers.simulate import Stride, WalkResult
 from rbc.walkers.swing import integrate_until
 from rbc.walkers.vc import Bezier
@@ -92,13 +92,10 @@ class PhaseFL:
         if self.speed is not None:
             K[-1, :n] = cd
         sh = self.shapes
-        self._pre.update(K=K, rhs=np.zeros(K.shape[0]), n=n, p=p, M=np.array(m.M),
-                         diagI=np.diag(m.I), gw=m.g * m.w, cd=cd,
+        self._pre.update(K=K, rhs=np.zeros(K.shape[0]), n=n, p=p, cd=cd,
                          th0=self.theta_plus / self.dtheta,
                          P012=np.vstack([sh.P0, sh.P1, sh.P2]), pow=sh._pow,
-                         off2=np.array([np.pi / 2, 0.0])[:, None, None],
-                         qa=np.append(np.zeros(n), -self.alpha), va=np.append(np.zeros(n), 1.0),
-                         Mg=np.hstack([-np.array(m.M), (m.g * m.w)[:, None]]))
+                         terms=FusedTerms(m, self.alpha))
 
     def phase(self, q: np.ndarray) -> float:
         """Normalized phase ``s``."""
@@ -115,12 +112,7 @@ class PhaseFL:
         P = self._pre
         n, p = P["n"], P["p"]
         K, rhs = P["K"], P["rhs"]
-        qa, va = P["qa"], P["va"]
-        qa[:n] = q
-        va[:n] = qd * qd
-        T = np.sin((q[:, None] - qa) + P["off2"])  # cos/sin(q_i - q_j), last col q_n = -alpha
-        K[:n, :n] = P["M"] * T[0, :, :n] + P["diagI"]  # D
-        rhs[:n] = (P["Mg"] * T[1]) @ va  # -H - G
+        K[:n, :n], rhs[:n] = P["terms"](q, qd)  # D, -(H + G)
         cd = P["cd"]
         s = cd @ q - P["th0"]
         sd = cd @ qd

@@ -28,7 +28,7 @@ import numpy as np
 from scipy.linalg.lapack import dgesv as _gesv
 
 from rbc.walkers.errors import WalkerError
-from rbc.walkers.model import WalkerModel
+from rbc.walkers.model import FusedTerms, WalkerModel
 
 
 def bezier_to_monomial(alpha: np.ndarray) -> np.ndarray:
@@ -168,19 +168,13 @@ class FeedbackLinearization:
         K[:n, n:] = -m.B
         sh = vc.shapes
         pre = {
-            "K": K, "rhs": np.zeros(n + p), "n": n, "p": p, "M": np.array(m.M),
-            "diagI": np.diag(m.I), "gw": m.g * m.w,
+            "K": K, "rhs": np.zeros(n + p), "n": n, "p": p,
+            "terms": FusedTerms(m, self.alpha),  # D and -(H + G) from one sin call
             "P012": np.vstack([sh.P0, sh.P1, sh.P2]),  # (3p, M+1)
             "pow": sh._pow, "cd": vc.c / vc.dtheta, "th0": vc.theta_plus / vc.dtheta,
             "H0c": np.vstack([vc.H0, vc.c / vc.dtheta]),  # (p+1, n)
             "gains": np.array([-self.kp, -self.kd]),
             "cubic": sh.P0.shape[1] == 4,
-            "off2": np.array([np.pi / 2, 0.0])[:, None, None],  # cos, sin of q_i - q_j
-            # augmented column n: q_n := -alpha, so sin(q_i - q_n) = sin(q_i + alpha) and
-            # gravity rides in the same trig call: rhs = (Mg * sin(q_i - q_j)) @ [qd^2, 1]
-            "qa": np.append(np.zeros(n), -self.alpha),
-            "va": np.append(np.zeros(n), 1.0),
-            "Mg": np.hstack([-np.array(m.M), (m.g * m.w)[:, None]]),
         }
         object.__setattr__(self, "_pre", pre)
 
@@ -197,12 +191,7 @@ class FeedbackLinearization:
         P = self._pre
         n, p = P["n"], P["p"]
         K, rhs = P["K"], P["rhs"]
-        qa, va = P["qa"], P["va"]
-        qa[:n] = q
-        va[:n] = qd * qd
-        T = np.sin((q[:, None] - qa) + P["off2"])  # (2, n, n+1): cos, sin of q_i - q_j
-        K[:n, :n] = P["M"] * T[0, :, :n] + P["diagI"]  # D
-        rhs[:n] = (P["Mg"] * T[1]) @ va  # -H - G
+        K[:n, :n], rhs[:n] = P["terms"](q, qd)  # D, -(H + G)
         Hx = P["H0c"] @ np.array((q, qd)).T  # (p+1, 2): [H0 q, H0 qd; theta/dtheta, sdot]
         s = Hx[p, 0] - P["th0"]
         sd = Hx[p, 1]
