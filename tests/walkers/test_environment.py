@@ -13,17 +13,12 @@ from rbc.walkers.environment import (
 )
 from rbc.walkers.impact import extended_inertia
 from rbc.walkers.model import angular_momentum, point
-from rbc.walkers.plant import Actuation, ControlContext, Mismatch
+from rbc.walkers.plant import Actuation, Mismatch
 from rbc.walkers.plant_sim import Scenario, walk_plant
 from rbc.walkers.registry import load_model
 from rbc.walkers.vc import vc_initial_state
 
 ICE = Scenario(friction=JointFriction(), ground=Ground(0.7, ((0.3, 0.9, 0.3),), True))
-
-
-@pytest.fixture(scope="module")
-def ctx():
-    return ControlContext.from_model(load_model("rabbit"), 0.0, 1e-3)
 
 
 @pytest.fixture(scope="module")

@@ -5,25 +5,13 @@ import pytest
 
 from rbc.walkers.environment import JointFriction
 from rbc.walkers.learning import Composite
-from rbc.walkers.plant import ControlContext, Mismatch
+from rbc.walkers.plant import Mismatch
 from rbc.walkers.plant_sim import Scenario, walk_plant
-from rbc.walkers.registry import load_model
-from rbc.walkers.vc import vc_initial_state
 
 # payload (4 kg on the torso) + actuator bias/effectiveness + joint friction: the mismatch
 # of the acceptance criteria, used for the EMA numbers of docs/walkers.md §13
 GAP = Scenario(Mismatch(payload=4.0, effectiveness=0.9, bias=(5.0, -5.0, 5.0, -5.0)),
                JointFriction())
-
-
-@pytest.fixture(scope="module")
-def ctx():
-    return ControlContext.from_model(load_model("rabbit"), 0.0, 1e-3)
-
-
-@pytest.fixture(scope="module")
-def x0(ctx):
-    return vc_initial_state(ctx.extra["fl"], 1.2)
 
 
 @pytest.fixture(scope="module")

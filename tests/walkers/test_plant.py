@@ -6,15 +6,10 @@ import pytest
 from rbc.walkers.errors import WalkerError
 from rbc.walkers.learning import HierarchyController, hierarchy_gains
 from rbc.walkers.model import FusedTerms, centrifugal, gravity, mass_matrix
-from rbc.walkers.plant import Actuation, ControlContext, Mismatch, true_model
+from rbc.walkers.plant import Actuation, Mismatch, true_model
 from rbc.walkers.plant_sim import Scenario, walk_plant
 from rbc.walkers.registry import load_model
 from rbc.walkers.vc import vc_initial_state
-
-
-@pytest.fixture(scope="module")
-def ctx():
-    return ControlContext.from_model(load_model("rabbit"), 0.0, 1e-3)
 
 
 def test_true_model_scales_and_adds_payload_at_heaviest_link():

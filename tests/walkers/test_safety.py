@@ -5,26 +5,13 @@ import pytest
 
 from rbc.walkers.environment import Impulse
 from rbc.walkers.errors import WalkerError
-from rbc.walkers.plant import ControlContext
 from rbc.walkers.plant_sim import Scenario, walk_plant
-from rbc.walkers.registry import load_model
 from rbc.walkers.safety import SafetyFilter, dykstra, qp_daqp
-from rbc.walkers.vc import vc_initial_state
 
 # torso kept within [0, 0.17] rad: the nominal gait spans [0.120, 0.145]
 BOUNDS = (0.0, 0.17)
 # 5 N s forward at the head, 0.15 s into the second stride
 PUSH = Scenario(impulses=(Impulse(1, 0.15, "head", (5.0, 0.0)),))
-
-
-@pytest.fixture(scope="module")
-def ctx():
-    return ControlContext.from_model(load_model("rabbit"), 0.0, 1e-3)
-
-
-@pytest.fixture(scope="module")
-def x0(ctx):
-    return vc_initial_state(ctx.extra["fl"], 1.2)
 
 
 def _barrier(sf, res):

@@ -38,7 +38,7 @@ from rbc.model.compiled import CompiledModel, Partition
 from rbc.model.interfaces import ports
 from rbc.model.kinematics import frame_jacobian
 from rbc.model.partition import Lift, curvature, lift_from_jacobian
-from rbc.model.tree import TreeModel, build_tree
+from rbc.model.tree import TreeModel, build_tree, joint_space_inertia
 
 
 class SingularInertiaError(RbcError):
@@ -108,17 +108,11 @@ def tree_terms(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, v: np.ndarr
     """``M_T``, ``h_T``, ``g_T`` from Pinocchio (crba, nonLinearEffects, gravity)."""
     t, k = dm.tree, dm.kin
     qp, vp = t.q_pin(q[: k.nq_tree]), t.v_pin(v[: k.nv_tree])
-    M = np.array(pin.crba(t.model, data.pin_data, qp))
-    lower = _strict_lower(M.shape[0])
-    M[lower] = M.T[lower]  # crba computes the upper triangle
+    M = joint_space_inertia(t.model, data.pin_data, qp)
     nle = pin.nonLinearEffects(t.model, data.pin_data, qp, vp)
     g = pin.computeGeneralizedGravity(t.model, data.pin_data, qp)
     return TreeTerms(t.matrix_rbc(M), t.v_rbc(nle - g), t.v_rbc(g))
 
-
-@functools.cache
-def _strict_lower(n: int) -> tuple[np.ndarray, np.ndarray]:
-    return np.tril_indices(n, -1)
 
 
 def _point_jacobian(k: CompiledModel, q: np.ndarray, body: str, xyz

@@ -84,6 +84,20 @@ class TreeModel:
         return out
 
 
+def joint_space_inertia(model: pin.Model, data: pin.Data, q: np.ndarray) -> np.ndarray:
+    """The symmetric joint-space inertia M(q) (model.nv, model.nv) [kg·m², kg] in
+    Pinocchio order, armature included: ``crba`` fills the upper triangle, mirrored here."""
+    M = np.array(pin.crba(model, data, q))
+    lower = _strict_lower(M.shape[0])
+    M[lower] = M.T[lower]
+    return M
+
+
+@functools.cache
+def _strict_lower(n: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.tril_indices(n, -1)
+
+
 def tree_joint(model: CompiledModel, k: int) -> Joint:
     """The record joint of tree edge k as Pinocchio should add it (reversed if sign −1)."""
     if k >= len(model.record.joints):  # root edges follow the record joints

@@ -30,6 +30,17 @@ from rbc.model.solve import (
 )
 
 
+def _prescribed(model: CompiledModel, part: Partition) -> tuple[np.ndarray, np.ndarray]:
+    """``(mask (n_u,), v-indices)`` of the independent coordinates a closer prescribes.
+
+    Independent coordinates without a scalar value (a spherical joint's, e.g. Cassie's
+    achilles rods) are not prescribed: they keep their value from the last configuration
+    (zero predictor step).
+    """
+    keep = np.array([prescribable(model, int(j)) for j in part.independent], dtype=bool)
+    return keep, np.asarray(part.independent, dtype=np.int64)[keep]
+
+
 @dataclass
 class Closer:
     """Closes a model at prescribed values of all independent coordinates.
@@ -48,12 +59,7 @@ class Closer:
 
     def __post_init__(self) -> None:
         self._plan = module_plan(self.model, self.part)
-        # independent coordinates without a scalar value (a spherical joint's, e.g. Cassie's
-        # achilles rods) are not prescribed: they keep their value from the last
-        # configuration (zero predictor step)
-        self._keep = np.array([prescribable(self.model, int(j)) for j in self.part.independent],
-                              dtype=bool)
-        self._idx = np.asarray(self.part.independent, dtype=np.int64)[self._keep]
+        self._keep, self._idx = _prescribed(self.model, self.part)
         self.q = np.array(self.q, dtype=float)
         self._x: np.ndarray | None = None
 
@@ -105,9 +111,7 @@ class LiftedCloser:
 
     def __post_init__(self) -> None:
         k, part = self.dm.kin, self.part
-        # as in Closer: independent coordinates without a scalar value keep their value
-        self._keep = np.array([prescribable(k, int(j)) for j in part.independent], dtype=bool)
-        self._idx = np.asarray(part.independent, dtype=np.int64)[self._keep]
+        self._keep, self._idx = _prescribed(k, part)
         # coordinates stored as their value in q are read and set by index; the others
         # (a planar joint's angle, stored as cos/sin) through the joint's own maps
         qidx = [_scalar_q_index(k, int(j)) for j in self._idx]

@@ -26,7 +26,7 @@ import pinocchio as pin
 
 from rbc.ir import spatial as sp
 from rbc.model.compiled import CompiledModel, Partition
-from rbc.model.tree import build_tree, inertia_tensor, tree_joint
+from rbc.model.tree import build_tree, inertia_tensor, joint_space_inertia, tree_joint
 from rbc.verify.checks import Check, make_check
 
 #: Readback of masses, COMs, inertias, axes and armature: the XML holds repr-precision
@@ -169,10 +169,8 @@ def pinocchio_readback(model: CompiledModel, pinocchio_dir: str | Path,
         else:
             perm += [um.joints[um.getJointId(f"{n}.{i}")].idx_v for i in range(model.kinds[k].nv)]
     q0u, q0t = pin.neutral(um), pin.neutral(tm.model)
-    Mu = pin.crba(um, um.createData(), q0u)
-    Mu = np.triu(Mu) + np.triu(Mu, 1).T
-    Mt = pin.crba(tm.model, tm.model.createData(), q0t)
-    Mt = tm.matrix_rbc(np.triu(Mt) + np.triu(Mt, 1).T)
+    Mu = joint_space_inertia(um, um.createData(), q0u)
+    Mt = tm.matrix_rbc(joint_space_inertia(tm.model, tm.model.createData(), q0t))
     gu = pin.computeGeneralizedGravity(um, um.createData(), q0u)[perm]
     gt = tm.v_rbc(pin.computeGeneralizedGravity(tm.model, tm.model.createData(), q0t))
     urdf_err = max(_rel(Mu[np.ix_(perm, perm)], Mt), _rel(gu, gt) if np.any(gt) else 0.0)

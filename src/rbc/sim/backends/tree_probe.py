@@ -8,7 +8,7 @@ import numpy as np
 import pinocchio as pin
 
 from rbc.ir import spatial as sp
-from rbc.model.tree import TreeModel
+from rbc.model.tree import TreeModel, joint_space_inertia
 
 
 class TreeProbe:
@@ -27,8 +27,7 @@ class TreeProbe:
     def energy(self, q: np.ndarray, v: np.ndarray) -> tuple[float, float]:
         """``(½ vᵀ M v, gravitational potential)`` [J]; M includes the armature."""
         m, d = self.tree.model, self.data
-        M = pin.crba(m, d, q)
-        M = np.triu(M) + np.triu(M, 1).T
+        M = joint_space_inertia(m, d, q)
         return 0.5 * float(v @ M @ v), float(pin.computePotentialEnergy(m, d, q))
 
     def task_positions(self, q: np.ndarray) -> dict[str, np.ndarray]:
