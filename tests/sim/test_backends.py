@@ -81,3 +81,19 @@ def test_initial_speed_is_mapped_into_mujoco(bundles):
     assert r.log["port_rates"][0, 0] == pytest.approx(2.0)
     # the loop starts closed at speed (the rbc velocity satisfies the MuJoCo equality)
     assert r.summary["max_loop_gap"] < 1e-5
+
+
+def test_mujoco_refuses_split_body_cuts(tmp_path):
+    """A prismatic cut is exported as a near-massless split body whose weld MuJoCo barely
+    enforces; the backend refuses it by name before anything runs."""
+    from rbc.compiler import compile_to_file
+    from tests.conftest import RECORDS
+
+    joint = "  - name: P\n    type: prismatic\n"
+    record = tmp_path / "slider_crank_pcut.yaml"
+    record.write_text((RECORDS / "slider_crank.yaml").read_text().replace(
+        joint, joint + "    cut: prefer\n"))
+    compile_to_file(record, tmp_path / "pcut.h5")
+    with pytest.raises(BackendError, match=r"cannot hold the loops closed at P \(prismatic"):
+        prepare(tmp_path / "pcut.h5", SimOptions(backend="mujoco", controller="passive",
+                                                 duration=0.01))

@@ -41,8 +41,13 @@ Mapping (sources: MuJoCo XML reference, https://mujoco.readthedocs.io/en/stable/
   constraint solver handles it. ``L`` is the partition's length scale.
   The auxiliary-body mapping is exact in kinematics; the auxiliary body carries the mass
   ``AUX_MASS_RATIO × total mass`` (MuJoCo needs mass on moving bodies) and its dofs the
-  armature ``ε = AUX_ARMATURE_RATIO × mean diagonal of M_T``, so the dynamics differ by
-  O(1e-9) relative.
+  armature ``ε = AUX_ARMATURE_RATIO × mean diagonal of M_T``, so the mass matrix differs by
+  O(1e-9) relative. **Known limitation:** MuJoCo scales a constraint's regularization with
+  the inverse weight of the bodies it touches, so the near-massless split body's weld is
+  enforced only weakly and such a loop drifts open when stepped (0.24 m in 0.5 s on a
+  slider-crank cut at its prismatic joint); ``rbc simulate --backend mujoco`` refuses these
+  cuts. Splitting the child body's own inertia between it and the auxiliary body would fix
+  it (not done).
 * **solref** = ``(2·timestep, 1)``: MuJoCo's stiffest stable time constant (it clamps
   timeconst below 2·timestep) and critical damping. MuJoCo's reference acceleration is
   divided by the constraint's effective mass, so the rule is mass-scale free;
@@ -83,6 +88,9 @@ SUPPORT_HALF_THICKNESS = 5e-4
 #: the tree's M by ~1e-12 relative — below the 1e-10 readback limit.
 AUX_MASS_RATIO = 1e-12
 SOLIMP = (0.99, 0.999, 0.001)
+#: Cut-joint types exported as equality constraints between the two bodies themselves;
+#: every other cut type goes through an auxiliary split body (module docstring).
+DIRECT_CUT_TYPES = ("spherical", "fixed", "revolute")
 
 
 def fmt(x: float) -> str:

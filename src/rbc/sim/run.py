@@ -119,8 +119,8 @@ def _step_counts(opts: SimOptions, duration: float) -> tuple[float, int, float]:
     """
     for name, value in (("--dt", opts.dt), ("--duration", duration),
                         ("--control-dt", opts.control_dt)):
-        if value is not None and not value > 0:  # also refuses NaN
-            raise SimulationError(f"{name} {value:g}: must be positive")
+        if value is not None and not 0 < value < np.inf:  # also refuses NaN
+            raise SimulationError(f"{name} {value:g}: must be positive and finite")
     cdt = opts.dt if opts.control_dt is None else opts.control_dt
     sub = int(round(cdt / opts.dt))
     # a control period is an integer number of physics steps (to 1e-9 relative: round-off

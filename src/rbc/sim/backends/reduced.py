@@ -89,8 +89,7 @@ class ReducedBackend(Backend):
             raise BackendError(f"the reduced backend integrates the independent coordinates' "
                                f"values with ẋ = u, but the speeds of {', '.join(bad)} are "
                                "body-frame rates (planar joint); choose other independent "
-                               "joints (`independent:` in the record, or --partition) or "
-                               "use the mujoco or pinocchio backend")
+                               "joints (`independent:` in the record, or --partition)")
 
     # ----------------------------------------------------------------- dynamics
     def _rhs(self, x: np.ndarray, u: np.ndarray, f: np.ndarray) -> np.ndarray:
