@@ -8,16 +8,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 RECORDS = REPO / "records"
-SHARED = REPO.parent / "shared"  # CI lays shared/ beside the clone, as in development
+EXTERNAL = RECORDS / "external"  # vendored robot models (each folder: LICENSE, SOURCE.md)
+POLICIES = RECORDS / "policies"  # vendored Unitree deployment policies and reference rollouts
+EXAMPLES = RECORDS / "examples"  # the design's conformance record
 
 
 @pytest.fixture
 def repo() -> Path:
     return REPO
 
-
-@pytest.fixture
-def shared() -> Path:
-    if not SHARED.is_dir():
-        pytest.skip(f"{SHARED} not present")
-    return SHARED

@@ -13,12 +13,13 @@ from rbc.verify.dynamics import run_dynamic_checks
 from rbc.verify.export_readback import readback_checks
 from rbc.verify.kinematics import run_kinematic_checks
 from tests.backends.util import import_and_compile
+from tests.conftest import EXTERNAL
 
 
 @pytest.mark.slow
-def test_cassie_imports_closes_at_home_and_verifies(capsys, tmp_path, shared):
+def test_cassie_imports_closes_at_home_and_verifies(capsys, tmp_path):
     _, summary = import_and_compile(
-        capsys, tmp_path, "mjcf", str(shared / "models/external/agility_cassie/cassie.xml"))
+        capsys, tmp_path, "mjcf", str(EXTERNAL / "agility_cassie/cassie.xml"))
     assert summary["cycle_rank"] == 4 and len(summary["cut_joints"]) == 4
     model = CompiledModel.from_bundle(tmp_path / "rec.h5")
     part = model.partitions["default"]

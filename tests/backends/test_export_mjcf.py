@@ -18,7 +18,7 @@ from rbc.errors import CompileError
 from rbc.ir.spatial import skew
 from rbc.model.compiled import CompiledModel
 from rbc.verify.export_readback import mjcf_readback
-from tests.conftest import RECORDS, SHARED
+from tests.conftest import EXTERNAL, RECORDS
 
 #: Acceptance limits (issue 5): round-off only, see rbc.verify.export_readback.
 GAP, INERTIA, MASS = 1e-9, 1e-12, 1e-10
@@ -161,7 +161,7 @@ def test_unsupported_joint_fails_without_partial_file(tmp, capsys):
                     CompiledModel.from_bundle(tmp / "screw.h5").partitions["default"])
 
 
-CASSIE = SHARED / "models/external/agility_cassie/cassie.xml"
+CASSIE = EXTERNAL / "agility_cassie/cassie.xml"
 
 
 @pytest.mark.slow

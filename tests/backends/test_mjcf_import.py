@@ -13,6 +13,7 @@ from rbc.backends.mjcf_import import import_mjcf, iter_bodies_qpos0, load_mujoco
 from rbc.ir import spatial
 from rbc.ir.record import Record
 from tests.backends.util import import_and_compile, pose, run_import, tree_poses
+from tests.conftest import EXTERNAL
 from tests.passes.util import front_file
 
 # Relative agreement of inertias with MuJoCo: MuJoCo diagonalises every inertia (eigen
@@ -136,13 +137,13 @@ def _connect_anchors_agree(xml: Path, rec: dict) -> int:
 
 
 @pytest.fixture
-def cassie(shared: Path) -> Path:
-    return shared / "models/external/agility_cassie/cassie.xml"
+def cassie() -> Path:
+    return EXTERNAL / "agility_cassie/cassie.xml"
 
 
 @pytest.fixture
-def kangaroo(shared: Path) -> Path:
-    return shared / "models/external/pal_kangaroo/kangaroo.xml"
+def kangaroo() -> Path:
+    return EXTERNAL / "pal_kangaroo/kangaroo.xml"
 
 
 def test_cassie_imports_and_compiles(cassie, tmp_path, capsys):

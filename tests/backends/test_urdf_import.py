@@ -12,6 +12,7 @@ import yaml
 
 from rbc.backends.urdf import import_urdf
 from tests.backends.util import erd_urdf, import_and_compile, run_import
+from tests.conftest import EXTERNAL
 from tests.passes.util import front_file
 
 # Relative agreement of lumped inertias with Pinocchio: both sum a handful of float64
@@ -53,8 +54,8 @@ def _inertias_agree_with_pinocchio(urdf: Path, rec: dict) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(GEPETTO))
-def test_gepetto_models_import_and_compile(name, shared, tmp_path, capsys):
-    d = shared / "models/external/gepetto" / name
+def test_gepetto_models_import_and_compile(name, tmp_path, capsys):
+    d = EXTERNAL / "gepetto" / name
     rec, s = import_and_compile(capsys, tmp_path, "urdf", str(d / "robot.urdf"), "--loops",
                                 str(d / "robot.yaml"), "--repair-inertia")
     side = yaml.safe_load((d / "robot.yaml").read_text())
@@ -64,10 +65,10 @@ def test_gepetto_models_import_and_compile(name, shared, tmp_path, capsys):
     _inertias_agree_with_pinocchio(d / "robot.urdf", rec)
 
 
-def test_gepetto_kangaroo_like_loops_do_not_close(shared, tmp_path, capsys):
+def test_gepetto_kangaroo_like_loops_do_not_close(tmp_path, capsys):
     """Its eleven 6d closures cannot all be closed at once (least-squares gap ≈ 0.08): the
     import succeeds and warns; the graph passes see cycle rank 11."""
-    d = shared / "models/external/gepetto/kangaroo_like"
+    d = EXTERNAL / "gepetto/kangaroo_like"
     out = tmp_path / "k.yaml"
     code, _, err = run_import(capsys, "urdf", str(d / "robot.urdf"), "--loops",
                               str(d / "robot.yaml"), "--repair-inertia", "-o", str(out))
@@ -77,8 +78,8 @@ def test_gepetto_kangaroo_like_loops_do_not_close(shared, tmp_path, capsys):
     assert len(mods.paths.forest.chords) == 11 and len(mods.modules) == 3
 
 
-def test_point_masses_need_the_explicit_repair(shared, tmp_path, capsys):
-    d = shared / "models/external/gepetto/5bar_linkage"
+def test_point_masses_need_the_explicit_repair(tmp_path, capsys):
+    d = EXTERNAL / "gepetto/5bar_linkage"
     out = tmp_path / "o.yaml"
     code, _, err = run_import(capsys, "urdf", str(d / "robot.urdf"), "--loops",
                               str(d / "robot.yaml"), "-o", str(out))

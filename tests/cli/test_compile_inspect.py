@@ -10,7 +10,7 @@ import pytest
 
 from rbc.cli.main import main
 from rbc.ir.bundle import BUNDLE_SCHEMA
-from tests.conftest import RECORDS, SHARED
+from tests.conftest import EXAMPLES, RECORDS
 
 SHIPPED = ["fourbar", "slider_crank", "fivebar", "stewart", "excavator"]
 JSON_KEYS = {"bodies", "joints", "components", "cycle_rank", "tree_joints", "cut_joints",
@@ -37,8 +37,8 @@ def test_every_shipped_record_compiles(tmp_path, capsys, name):
     assert all({"chords", "size"} <= m.keys() for m in summary["modules"])
 
 
-def test_shared_conformance_example_compiles(tmp_path, capsys, shared):
-    code, _, err = run(capsys, "compile", str(shared / "examples/fourbar_v1.yaml"),
+def test_conformance_example_compiles(tmp_path, capsys):
+    code, _, err = run(capsys, "compile", str(EXAMPLES / "fourbar_v1.yaml"),
                        "-o", str(tmp_path / "f.h5"))
     assert code == 0, err
 
@@ -139,10 +139,6 @@ def test_bench_compile_reports_ratios(capsys):
     assert code == 0
     rows = json.loads(out)["chains"]
     assert [r["loops"] for r in rows] == [2, 8] and rows[0]["ratio"] == 1.0
-
-
-def test_shared_dir_is_where_ci_puts_it():
-    assert SHARED.name == "shared"
 
 
 def test_outputs_have_normal_permissions(tmp_path, capsys):

@@ -12,8 +12,9 @@ from scipy.spatial.transform import Rotation
 from rbc.errors import RecordError
 from rbc.ir.record import Record
 from rbc.passes.parse import Parse, parse_record, parse_record_text, rpy_to_quat
+from tests.conftest import EXAMPLES
 
-FOURBAR = Path(__file__).parents[3] / "shared/examples/fourbar_v1.yaml"
+FOURBAR = EXAMPLES / "fourbar_v1.yaml"
 RECORDS = Path(__file__).parents[2] / "records"
 
 HEAD = "rbc: 1\nname: t\n"

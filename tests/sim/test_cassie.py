@@ -14,6 +14,7 @@ import pytest
 
 from rbc.compiler import compile_to_file
 from rbc.sim.run import SimOptions, prepare, simulate
+from tests.conftest import EXTERNAL
 from tests.sim.conftest import REFERENCES
 
 SPRINGS = "independent: [left-shin, left-heel-spring, right-shin, right-heel-spring]\n"
@@ -27,15 +28,11 @@ def port_rms(summary) -> float:
 
 @pytest.fixture(scope="module")
 def cassie_runs(tmp_path_factory):
-    from tests.conftest import SHARED
-
-    if not SHARED.is_dir():
-        pytest.skip(f"{SHARED} not present")
     from rbc.cli.main import main
 
     tmp = tmp_path_factory.mktemp("cassie")
     record = tmp / "cassie.yaml"
-    code = main(["import", "mjcf", str(SHARED / "models/external/agility_cassie/cassie.xml"),
+    code = main(["import", "mjcf", str(EXTERNAL / "agility_cassie/cassie.xml"),
                  "-o", str(record)])
     assert code == 0
     record.write_text(record.read_text() + SPRINGS)

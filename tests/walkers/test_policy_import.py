@@ -1,5 +1,5 @@
 """``rbc policy import`` / ``eval``: torch-free TorchScript reading, refusal of unsafe pickles,
-and parity with PyTorch on Unitree's pre-trained policies (../shared/policies)."""
+and parity with PyTorch on Unitree's pre-trained policies (records/policies)."""
 
 from __future__ import annotations
 
@@ -17,21 +17,22 @@ from rbc.cli.main import main
 from rbc.walkers.policy import load_policy
 from rbc.walkers.policy_contract import joint_targets, observation
 from rbc.walkers.torchscript import UnsafePickleError, read_torchscript
+from tests.conftest import POLICIES
 
 ROBOTS = {"g1": (47, 12), "h1": (41, 10), "h1_2": (47, 12)}
 
 
-def _deploy(shared):
-    return shared / "policies" / "unitree_rl_gym_deploy" / "deploy"
+def _deploy():
+    return POLICIES / "unitree_rl_gym_deploy" / "deploy"
 
 
 # ------------------------------------------------------------------------ parity (real data)
 
 
 @pytest.mark.parametrize("robot", sorted(ROBOTS))
-def test_parity_with_pytorch_rollout(shared, tmp_path, robot, capsys):
-    pt = _deploy(shared) / "pre_train" / robot / "motion.pt"
-    ref = shared / "policies" / "reference" / f"{robot}_rollout.npz"
+def test_parity_with_pytorch_rollout(tmp_path, robot, capsys):
+    pt = _deploy() / "pre_train" / robot / "motion.pt"
+    ref = POLICIES / "reference" / f"{robot}_rollout.npz"
     js, acts = tmp_path / f"{robot}.json", tmp_path / "actions.npz"
     assert main(["policy", "import", str(pt), "-o", str(js)]) == 0
     assert main(["policy", "eval", str(js), "--observations", str(ref), "-o", str(acts)]) == 0
@@ -49,7 +50,7 @@ def test_parity_with_pytorch_rollout(shared, tmp_path, robot, capsys):
     net = load_policy(js)
     assert (net.n_obs, net.n_act, net.lstm.hidden_size) == (n_obs, n_act, 64)
     assert [layer.activation for layer in net.layers] == ["elu", "identity"]
-    cfg = yaml.safe_load((_deploy(shared) / "deploy_mujoco" / "configs" /
+    cfg = yaml.safe_load((_deploy() / "deploy_mujoco" / "configs" /
                           f"{robot}.yaml").read_text())
     c = net.contract
     assert c["robot"] == robot and c["n_obs"] == cfg["num_obs"] and c["n_act"] == cfg["num_actions"]
@@ -60,12 +61,12 @@ def test_parity_with_pytorch_rollout(shared, tmp_path, robot, capsys):
     assert c["observation"][-1] == {"name": "phase", "start": n_obs - 2, "size": 2, "scale": 1.0,
                                     "meaning": c["observation"][-1]["meaning"]}
     assert net.source["sha256"] == json.loads(
-        (shared / "policies" / "reference" / "README.json").read_text())[robot]["sha256_pt"]
+        (POLICIES / "reference" / "README.json").read_text())[robot]["sha256_pt"]
 
 
-def test_h1_motor_index_and_explicit_config(shared, tmp_path):
-    pt = _deploy(shared) / "pre_train" / "h1" / "motion.pt"
-    cfg = _deploy(shared) / "deploy_mujoco" / "configs" / "h1.yaml"
+def test_h1_motor_index_and_explicit_config(tmp_path):
+    pt = _deploy() / "pre_train" / "h1" / "motion.pt"
+    cfg = _deploy() / "deploy_mujoco" / "configs" / "h1.yaml"
     js = tmp_path / "h1.json"
     assert main(["policy", "import", str(pt), "-o", str(js), "--config", str(cfg)]) == 0
     c = load_policy(js).contract
@@ -73,9 +74,9 @@ def test_h1_motor_index_and_explicit_config(shared, tmp_path):
     assert c["joint_names"][2] == "left_hip_pitch_joint" and c["default_angles"][2] == -0.1
 
 
-def test_config_of_another_robot_is_refused(shared, tmp_path, capsys):
-    pt = _deploy(shared) / "pre_train" / "g1" / "motion.pt"
-    cfg = _deploy(shared) / "deploy_mujoco" / "configs" / "h1.yaml"
+def test_config_of_another_robot_is_refused(tmp_path, capsys):
+    pt = _deploy() / "pre_train" / "g1" / "motion.pt"
+    cfg = _deploy() / "deploy_mujoco" / "configs" / "h1.yaml"
     assert main(["policy", "import", str(pt), "-o", str(tmp_path / "x.json"),
                  "--config", str(cfg)]) == 2
     err = capsys.readouterr().err
@@ -83,9 +84,9 @@ def test_config_of_another_robot_is_refused(shared, tmp_path, capsys):
     assert not (tmp_path / "x.json").exists()
 
 
-def test_no_contract_outside_standard_layout(shared, tmp_path, capsys):
+def test_no_contract_outside_standard_layout(tmp_path, capsys):
     pt = tmp_path / "motion.pt"
-    pt.write_bytes((_deploy(shared) / "pre_train" / "g1" / "motion.pt").read_bytes())
+    pt.write_bytes((_deploy() / "pre_train" / "g1" / "motion.pt").read_bytes())
     assert main(["policy", "import", str(pt), "-o", str(tmp_path / "g1.json")]) == 0
     assert "no deploy config found" in capsys.readouterr().err
     assert load_policy(tmp_path / "g1.json").contract is None
@@ -221,8 +222,8 @@ def test_not_a_zip(tmp_path, capsys):
 # -------------------------------------------------------------------------- eval and contract
 
 
-def test_eval_rejects_wrong_observations(shared, tmp_path, capsys):
-    pt = _deploy(shared) / "pre_train" / "h1" / "motion.pt"
+def test_eval_rejects_wrong_observations(tmp_path, capsys):
+    pt = _deploy() / "pre_train" / "h1" / "motion.pt"
     js = tmp_path / "h1.json"
     assert main(["policy", "import", str(pt), "-o", str(js)]) == 0
     np.savez(tmp_path / "o.npz", observations=np.zeros((5, 47)))
@@ -234,10 +235,10 @@ def test_eval_rejects_wrong_observations(shared, tmp_path, capsys):
         assert msg in capsys.readouterr().err
 
 
-def test_observation_assembly_follows_deploy_script(shared, tmp_path):
+def test_observation_assembly_follows_deploy_script(tmp_path):
     from rbc.walkers.policy_contract import contract_from_deploy_config
 
-    c = contract_from_deploy_config(_deploy(shared) / "deploy_mujoco" / "configs" / "g1.yaml")
+    c = contract_from_deploy_config(_deploy() / "deploy_mujoco" / "configs" / "g1.yaml")
     rng = np.random.default_rng(0)
     w, g, cmd = rng.normal(size=3), rng.normal(size=3), np.array([0.5, 0.1, -0.2])
     q, qd, a = rng.normal(size=12), rng.normal(size=12), rng.normal(size=12)
@@ -253,12 +254,12 @@ def test_observation_assembly_follows_deploy_script(shared, tmp_path):
     np.testing.assert_array_equal(joint_targets(c, a), default + 0.25 * a)
 
 
-def test_contract_missing_field(tmp_path, capsys, shared):
-    cfg = yaml.safe_load((_deploy(shared) / "deploy_mujoco" / "configs" / "g1.yaml").read_text())
+def test_contract_missing_field(tmp_path, capsys):
+    cfg = yaml.safe_load((_deploy() / "deploy_mujoco" / "configs" / "g1.yaml").read_text())
     del cfg["action_scale"]
     p = tmp_path / "g1.yaml"
     p.write_text(yaml.safe_dump(cfg))
-    pt = _deploy(shared) / "pre_train" / "g1" / "motion.pt"
+    pt = _deploy() / "pre_train" / "g1" / "motion.pt"
     assert main(["policy", "import", str(pt), "-o", str(tmp_path / "x.json"),
                  "--config", str(p)]) == 2
     assert "g1.yaml: action_scale: missing field" in capsys.readouterr().err
