@@ -230,7 +230,7 @@ def test_feature_model_matches_mujoco_kinematics(tmp_path, capsys):
 
 def test_import_mjcf_returns_a_parseable_record(cassie):
     from rbc.backends.record_writer import render_record
-    from rbc.passes.parse import parse_record_text
+    from rbc.ir.schema import parse_record_text
 
     assert isinstance(parse_record_text(render_record(import_mjcf(cassie))), Record)
 

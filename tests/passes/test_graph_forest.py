@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from rbc.errors import CompileError
+from rbc.ir.schema import parse_record_text
 from rbc.passes.graph import BuildGraph
-from rbc.passes.parse import parse_record_text
 from tests.conftest import RECORDS
 from tests.passes.util import front, front_file, front_text
 

@@ -11,7 +11,8 @@ from scipy.spatial.transform import Rotation
 
 from rbc.errors import RecordError
 from rbc.ir.record import Record
-from rbc.passes.parse import Parse, parse_record, parse_record_text, rpy_to_quat
+from rbc.ir.schema import parse_record, parse_record_text, rpy_to_quat
+from rbc.passes.parse import Parse
 from tests.conftest import EXAMPLES
 
 FOURBAR = EXAMPLES / "fourbar_v1.yaml"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from rbc.ir.modules import Modules
+from rbc.ir.schema import parse_record, parse_record_text
 from rbc.passes.forest import BuildForest
 from rbc.passes.graph import BuildGraph
 from rbc.passes.modules import BuildModules
-from rbc.passes.parse import parse_record, parse_record_text
 from rbc.passes.paths import BuildPaths
 
 

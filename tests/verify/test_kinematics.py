@@ -8,7 +8,8 @@ import pytest
 from rbc.ir import spatial as sp
 from rbc.model.compiled import CompiledModel
 from rbc.verify import kinematics as K
-from rbc.verify.checks import catalogue, make_check, report
+from rbc.verify.catalogue import catalogue
+from rbc.verify.checks import make_check, report
 
 
 def by_name(checks):

@@ -170,10 +170,10 @@ def write_record(result: ImportResult, output: str | Path) -> str:
         The YAML text written.
 
     Raises:
-        RecordError: the generated record is rejected by :func:`rbc.passes.parse.parse_record_text`
+        RecordError: the generated record is rejected by :func:`rbc.ir.schema.parse_record_text`
             (e.g. a non-positive-definite inertia in the input model); nothing is written.
     """
-    from rbc.passes.parse import parse_record_text
+    from rbc.ir.schema import parse_record_text
 
     out = Path(output)
     text = render_record(result)
@@ -248,7 +248,7 @@ def inertia_problem(mass: float, tensor: np.ndarray) -> str | None:
     tensor only with zero mass; a positive definite tensor whose principal moments obey
     the triangle inequality (relative slack ``INERTIA_TRIANGLE_RTOL`` of the trace).
     """
-    from rbc.passes.parse import INERTIA_TRIANGLE_RTOL
+    from rbc.ir.schema import INERTIA_TRIANGLE_RTOL
 
     if mass < 0.0:
         return f"negative mass {mass!r}"

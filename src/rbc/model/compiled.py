@@ -277,7 +277,7 @@ class CompiledModel:
                 no longer parses.
         """
         from rbc.errors import RecordError
-        from rbc.passes.parse import parse_record_text
+        from rbc.ir.schema import parse_record_text
 
         with open_bundle(path) as h5:
             text = h5["record/text"][()]

@@ -1,20 +1,16 @@
 """Check records and the catalogue behind ``rbc verify`` (DESIGN.md §8).
 
 A check compares one computed quantity with an independent reference and states the limit
-it must respect. Suites of checks are registered by name (registries are data): the
-kinematic suite lives in :mod:`rbc.verify.kinematics`; dynamics (``dynamics.*``), ports and
-exports (``export.*``) register their own suites the same way::
-
-    register_suite("dynamics", ("dynamics.delta_a.kkt50", …), run_dynamics)
-
-A suite is a callable ``(model, partition, options) -> list[Check]``.
+it must respect. The suites that produce checks (:mod:`rbc.verify.kinematics`,
+:mod:`rbc.verify.dynamics`, :mod:`rbc.verify.export_readback`) build on this module; the
+list of every check name is :mod:`rbc.verify.catalogue`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 #: The project-wide default seed (DESIGN.md §2).
@@ -56,38 +52,6 @@ def make_check(name: str, value: float, limit: float, unit: str, detail: str = "
     value = float(value)
     ok = math.isfinite(value) and (value >= limit if lower_bound else value <= limit)
     return Check(name, value, float(limit), unit, bool(ok), detail, lower_bound)
-
-
-Suite = Callable[..., list[Check]]
-
-
-@dataclass
-class _Registry:
-    suites: dict[str, tuple[tuple[str, ...], Suite]] = field(default_factory=dict)
-
-
-_REGISTRY = _Registry()
-
-
-def register_suite(name: str, check_names: Sequence[str], run: Suite) -> None:
-    """Register a suite of checks under ``name`` (re-registering replaces it)."""
-    _REGISTRY.suites[name] = (tuple(check_names), run)
-
-
-def suites() -> dict[str, tuple[tuple[str, ...], Suite]]:
-    """Registered suites ``{name: (check names, run)}`` in registration order."""
-    _load_builtin()
-    return dict(_REGISTRY.suites)
-
-
-def catalogue() -> tuple[str, ...]:
-    """Every registered check name, suite by suite."""
-    return tuple(n for names, _ in suites().values() for n in names)
-
-
-def _load_builtin() -> None:
-    """Import the built-in suites (they register on import)."""
-    import rbc.verify.kinematics  # noqa: F401
 
 
 def report(bundle: str, checks: Sequence[Check]) -> dict[str, Any]:

@@ -45,7 +45,7 @@ from rbc.model.dynamics import (
 )
 from rbc.model.interfaces import actuator_displacement, port_jacobian
 from rbc.verify import kkt50
-from rbc.verify.checks import DEFAULT_SEED, Check, make_check, register_suite
+from rbc.verify.checks import DEFAULT_SEED, Check, make_check
 from rbc.verify.newton_euler import NewtonEuler
 from rbc.verify.pinocchio_ref import PinocchioReference
 from rbc.verify.states import State, make_states
@@ -256,6 +256,3 @@ def run_dynamic_checks(model: CompiledModel, part: Partition, *, samples: int = 
 def work_units(samples: int) -> int:
     """Progress units of :func:`run_dynamic_checks` (one per state)."""
     return 2 * samples
-
-
-register_suite("dynamics", CHECK_NAMES, run_dynamic_checks)

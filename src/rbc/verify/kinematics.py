@@ -35,7 +35,7 @@ from rbc.model.compiled import CompiledModel, Partition
 from rbc.model.kinematics import closure_jacobian, residual, sparsity_pattern
 from rbc.model.partition import curvature, lift, partition_at, scales
 from rbc.model.solve import coordinate_value, prescribable, solve
-from rbc.verify.checks import DEFAULT_SEED, Check, make_check, register_suite
+from rbc.verify.checks import DEFAULT_SEED, Check, make_check
 
 #: Sampling window of an unlimited angle around q_ref [rad] (±π/8): a "modest range" that
 #: keeps most draws of the shipped linkages assemblable (few redraws).
@@ -351,6 +351,3 @@ def work_units(samples: int) -> int:
 def _tick(progress: Callable[[int], None] | None) -> None:
     if progress:
         progress(1)
-
-
-register_suite("kinematics", CHECK_NAMES, run_kinematic_checks)

@@ -1,0 +1,1068 @@
+"""Record schema v1: the YAML text of a physical record → :class:`rbc.ir.record.Record`.
+
+The reader behind the ``parse`` pass (``rbc.passes.parse``) and behind every loader of a
+stored record (bundles keep the normalised record text). Input: a path to a YAML file (or,
+for :func:`parse_record_text`, its text). Output: a frozen :class:`Record` in SI units
+(angles in rad) whose every reference resolves, whose names are unique per section, whose
+bodies are physically valid (mass ≥ 0, inertia positive definite and satisfying the
+triangle inequality) and whose every connected group of bodies contains a root (a ``fixed``
+or ``floating`` body).
+
+The schema is DESIGN.md §3; the field-by-field reference, coordinate layouts and examples
+are in ``docs/records.md``. Every problem raises :class:`rbc.errors.RecordError` naming the
+file, the YAML path (``joints[3].axis``), what was expected and the valid choices. The
+parser never silently fixes a physically wrong record: the only normalisations are of
+directions (axes) and of quaternions whose norm is already within 1e-6 of 1.
+
+YAML is read with ``yaml.safe_load`` semantics (the SafeLoader, LibYAML-accelerated when
+available): the document is composed once, its node tree is checked for duplicate mapping
+keys (which ``safe_load`` would silently overwrite), then constructed as plain data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import yaml
+
+from rbc.errors import RecordError
+from rbc.ir.record import (
+    COUPLING_TYPES,
+    FORCE_TYPES,
+    JOINT_TYPES,
+    SCHEMA_VERSION,
+    TASK_KINDS,
+    TRANSMISSION_TYPES,
+    Actuator,
+    Attachment,
+    Body,
+    Coupling,
+    Geometry,
+    Joint,
+    JointEffort,
+    Pose,
+    Record,
+    Spring,
+    SpringForce,
+    Support,
+    Task,
+    Transmission,
+)
+
+__all__ = ["check_record", "parse_record", "parse_record_text", "rpy_to_quat", "check_unit_norms"]
+
+T = TypeVar("T")
+
+ANGLE_UNITS: dict[str, float] = {"rad": 1.0, "deg": math.pi / 180.0}
+
+# A quaternion is accepted (and renormalised) only if its norm is this close to 1: enough
+# for values printed with ~7 significant digits, far below any real authoring mistake.
+QUAT_NORM_TOL = 1e-6
+# Relative slack of the inertia triangle inequality: float64 round-off of principal moments
+# computed by an eigen-decomposition (a few ulps of the trace).
+INERTIA_TRIANGLE_RTOL = 1e-12
+# Two universal-joint axes are parallel when |a1 × a2| (unit axes) is below this: a
+# sine of 1e-9 rad is far below any intended design angle.
+PARALLEL_TOL = 1e-9
+# A planar normal must equal [0, 0, 1] to round-off after normalisation.
+PLANAR_NORMAL_TOL = 1e-12
+
+GENERATED_HINT = (
+    "a record holds only physical facts; rbc generates the spanning tree, cut joints, "
+    "closure paths, modules, partitions and coordinate order"
+)
+
+# Top-level keys that would pre-author what the compiler generates → what they pre-author.
+FORBIDDEN_TOP: dict[str, str] = {
+    "tree": "the spanning tree",
+    "spanning_tree": "the spanning tree",
+    "forest": "the spanning tree",
+    "cut_joints": "the cut joints",
+    "cuts": "the cut joints",
+    "chords": "the cut joints",
+    "paths": "the closure paths",
+    "modules": "the dependency modules",
+    "partition": "the coordinate partition",
+    "partitions": "the coordinate partition",
+    "dependent": "the coordinate partition",
+    "coordinates": "the coordinate order",
+    "coordinate_order": "the coordinate order",
+}
+# Joint-level keys with the same meaning (``cut`` is handled apart: ``cut: prefer`` is a hint).
+FORBIDDEN_JOINT: dict[str, str] = {
+    "tree": "the spanning tree",
+    "in_tree": "the spanning tree",
+    "chord": "the cut joints",
+    "path": "the closure paths",
+    "module": "the dependency modules",
+    "dependent": "the coordinate partition",
+    "coordinate_index": "the coordinate order",
+}
+
+
+# --------------------------------------------------------------------------- reading helpers
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    """What every reader needs: the file name (for messages) and the angle scale."""
+
+    file: str
+    angle: float = 1.0  # rad per record angle unit
+
+    def error(self, path: str, problem: str, **kw: Any) -> RecordError:
+        return RecordError(self.file, path, problem, **kw)
+
+
+def _join(path: str, key: object) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def _describe(value: object) -> str:
+    """A short description of a YAML value for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if isinstance(value, str):
+        return f"string '{value}'"
+    if isinstance(value, (int, float)):
+        return f"number {value!r}"
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+Conv = Callable[[_Ctx, str, Any], T]
+_MISSING = object()
+
+
+class _Reader:
+    """A YAML mapping at a YAML path whose keys are checked against an allowed set.
+
+    ``get(key, conv)`` converts a field with ``conv(ctx, path, value)`` so every error
+    carries the field's path; missing required fields and unknown keys are reported here.
+    """
+
+    def __init__(
+        self,
+        ctx: _Ctx,
+        path: str,
+        value: Any,
+        allowed: Sequence[str] | None,
+        forbidden: Mapping[str, str] | None = None,
+    ) -> None:
+        if not isinstance(value, dict):
+            raise ctx.error(path, f"wrong type: got {_describe(value)}", expected="a mapping")
+        self.ctx, self.path, self.data = ctx, path, value
+        for key in value:
+            if not isinstance(key, str):
+                raise ctx.error(path, f"key {key!r} is not a string", choices=allowed)
+            if forbidden and key in forbidden:
+                raise ctx.error(
+                    _join(path, key),
+                    f"'{key}' pre-authors {forbidden[key]}, which the compiler generates",
+                    expected=GENERATED_HINT,
+                )
+        if allowed is not None:  # None: the caller calls only() once `type` is known
+            self.only(allowed)
+
+    def only(self, allowed: Sequence[str], context: str = "") -> None:
+        """Raise on the first key not in ``allowed`` (with a did-you-mean)."""
+        for key in self.data:
+            if key not in allowed:
+                where = f" for {context}" if context else ""
+                raise self.ctx.error(
+                    _join(self.path, key), f"unknown key '{key}'{where}", choices=allowed, got=key
+                )
+
+    def has(self, key: str) -> bool:
+        return key in self.data
+
+    def at(self, key: str) -> str:
+        return _join(self.path, key)
+
+    def get(self, key: str, conv: Conv[T], default: Any = _MISSING) -> T:
+        if key not in self.data:
+            if default is _MISSING:
+                raise self.ctx.error(self.at(key), f"missing required field '{key}'")
+            return default
+        return conv(self.ctx, self.at(key), self.data[key])
+
+    def sub(self, key: str, allowed: Sequence[str]) -> _Reader:
+        return _Reader(self.ctx, self.at(key), self.data[key], allowed)
+
+
+# PyYAML implements YAML 1.1, which reads exponent forms without a dot (``3.3e-4``, ``1e5``)
+# as strings; YAML 1.2 (and every other reader) takes them as floats, so we do too.
+_EXPONENT_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
+
+
+def _number(ctx: _Ctx, path: str, value: Any) -> float:
+    if isinstance(value, str) and _EXPONENT_FLOAT.fullmatch(value):
+        value = float(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ctx.error(path, f"wrong type: got {_describe(value)}", expected="a number")
+    x = float(value)
+    if not math.isfinite(x):
+        raise ctx.error(path, f"non-finite number {x!r}", expected="a finite number")
+    return x
+
+
+def _checked(pred: Callable[[float], bool], text: str) -> Conv[float]:
+    """A number converter that also requires ``pred`` (``text`` says what is expected)."""
+
+    def conv(ctx: _Ctx, path: str, value: Any) -> float:
+        x = _number(ctx, path, value)
+        if not pred(x):
+            raise ctx.error(path, f"invalid value {x!r}", expected=text)
+        return x
+
+    return conv
+
+
+_nonneg = _checked(lambda x: x >= 0.0, "a number ≥ 0")
+_positive = _checked(lambda x: x > 0.0, "a number > 0")
+_nonzero = _checked(lambda x: x != 0.0, "a nonzero number")
+
+
+def _angle(ctx: _Ctx, path: str, value: Any) -> float:
+    return _number(ctx, path, value) * ctx.angle
+
+
+def _list(ctx: _Ctx, path: str, value: Any, n: int | None = None, what: str = "") -> list:
+    if not isinstance(value, list) or (n is not None and len(value) != n):
+        size = f"{n} " if n is not None else ""
+        raise ctx.error(
+            path, f"wrong shape: got {_describe(value)}", expected=f"a list of {size}{what}".strip()
+        )
+    return value
+
+
+def _vector(n: int, item: Conv[float] = _number) -> Conv[tuple[float, ...]]:
+    """Converter for a list of exactly ``n`` numbers (each checked by ``item``)."""
+
+    def conv(ctx: _Ctx, path: str, value: Any) -> tuple[float, ...]:
+        items = _list(ctx, path, value, n, "numbers")
+        return tuple(item(ctx, f"{path}[{i}]", v) for i, v in enumerate(items))
+
+    return conv
+
+
+_vec3 = _vector(3)
+
+
+def _unit(ctx: _Ctx, path: str, value: Any) -> tuple[float, float, float]:
+    """A direction: 3 finite numbers, nonzero, returned normalised."""
+    v = np.array(_vec3(ctx, path, value))
+    norm = float(np.linalg.norm(v))
+    if norm == 0.0:
+        raise ctx.error(path, "zero axis", expected="a nonzero direction [x, y, z]")
+    return tuple(float(c) for c in v / norm)  # type: ignore[return-value]
+
+
+def _string(ctx: _Ctx, path: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ctx.error(path, f"wrong type: got {_describe(value)}", expected="a non-empty string")
+    return value
+
+
+def _flag(ctx: _Ctx, path: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ctx.error(path, f"wrong type: got {_describe(value)}", expected="true or false")
+    return value
+
+
+def _choice(choices: Sequence[str]) -> Conv[str]:
+    def conv(ctx: _Ctx, path: str, value: Any) -> str:
+        if value not in choices:
+            got = value if isinstance(value, str) else None
+            raise ctx.error(path, f"invalid value {_describe(value)}", choices=choices, got=got)
+        return value
+
+    return conv
+
+
+def _keys(value: Any) -> list[str]:
+    """The keys of a free-keyed mapping (frames, coupling terms); [] if not a mapping."""
+    return [k for k in value if isinstance(k, str)] if isinstance(value, dict) else []
+
+
+def _items(r: _Reader, key: str) -> list[tuple[str, Any]]:
+    """The ``(path, item)`` pairs of an optional list field (``[]`` if absent or null)."""
+    if not r.has(key) or r.data[key] is None:
+        return []
+    items = _list(r.ctx, r.at(key), r.data[key], what="mappings")
+    return [(f"{r.at(key)}[{i}]", v) for i, v in enumerate(items)]
+
+
+# --------------------------------------------------------------------------- poses
+
+
+def rpy_to_quat(roll: float, pitch: float, yaw: float) -> tuple[float, float, float, float]:
+    """Quaternion ``(w, x, y, z)`` of URDF roll-pitch-yaw [rad].
+
+    ``R = Rz(yaw)·Ry(pitch)·Rx(roll)`` (fixed-axis x, then y, then z), i.e. the product
+    ``q = q_z(yaw) ⊗ q_y(pitch) ⊗ q_x(roll)`` written out. Kept here rather than composed
+    from ``spatial.rotation_from_rpy`` so that parsing does not import Pinocchio; the tests
+    check it against scipy and against ``spatial``.
+    """
+    cr, sr = math.cos(roll / 2), math.sin(roll / 2)
+    cp, sp = math.cos(pitch / 2), math.sin(pitch / 2)
+    cy, sy = math.cos(yaw / 2), math.sin(yaw / 2)
+    return (
+        cr * cp * cy + sr * sp * sy,
+        sr * cp * cy - cr * sp * sy,
+        cr * sp * cy + sr * cp * sy,
+        cr * cp * sy - sr * sp * cy,
+    )
+
+
+def _quat(ctx: _Ctx, path: str, value: Any) -> tuple[float, float, float, float]:
+    """A unit quaternion ``[w, x, y, z]``; renormalised only if already within 1e-6 of 1."""
+    q = np.array(_vector(4)(ctx, path, value))
+    norm = float(np.linalg.norm(q))
+    if abs(norm - 1.0) > QUAT_NORM_TOL:
+        raise ctx.error(
+            path,
+            f"quaternion norm {norm!r} is not 1 (rbc never renormalises silently)",
+            expected=f"a unit quaternion [w, x, y, z] (norm within {QUAT_NORM_TOL:g} of 1)",
+        )
+    return tuple(float(c) for c in q / norm)  # type: ignore[return-value]
+
+
+POSE_KEYS: tuple[str, ...] = ("xyz", "rpy", "quat")
+FRAME_REF_KEYS: tuple[str, ...] = (*POSE_KEYS, "frame")
+
+
+def _pose(r: _Reader, frames: Mapping[str, Pose] | None = None, host: str = "") -> Pose:
+    """The pose held in ``r``'s keys ``xyz`` + (``rpy`` | ``quat``), or ``frame: NAME``.
+
+    ``frames`` are the named frames of the host body ``host`` (None: references not allowed).
+    """
+    if r.has("frame"):
+        if frames is None:
+            raise r.ctx.error(r.at("frame"), "a frame reference is not allowed here")
+        for key in POSE_KEYS:
+            if r.has(key):
+                raise r.ctx.error(
+                    r.at(key),
+                    f"'{key}' cannot be combined with 'frame'",
+                    expected="either {frame: NAME} or {xyz, rpy|quat}",
+                )
+        name = r.get("frame", _string)
+        if name not in frames:
+            raise r.ctx.error(
+                r.at("frame"),
+                f"body '{host}' has no frame '{name}'",
+                choices=sorted(frames),
+                got=name,
+            )
+        return frames[name]
+    if r.has("rpy") and r.has("quat"):
+        raise r.ctx.error(r.at("quat"), "both 'rpy' and 'quat' given", expected="one of them")
+    xyz = r.get("xyz", _vec3, (0.0, 0.0, 0.0))
+    if r.has("quat"):
+        return Pose(xyz, r.get("quat", _quat))
+    rpy = r.get("rpy", _vector(3, _angle), (0.0, 0.0, 0.0))
+    return Pose(xyz, rpy_to_quat(*rpy))  # type: ignore[arg-type]
+
+
+def _pose_field(r: _Reader, key: str, frames: Mapping[str, Pose] | None, host: str) -> Pose:
+    """An optional nested pose field (``parent_frame: {...}``), identity if absent."""
+    if not r.has(key):
+        return Pose()
+    return _pose(r.sub(key, FRAME_REF_KEYS if frames is not None else POSE_KEYS), frames, host)
+
+
+def _ref(ctx: _Ctx, path: str, name: str, known: Collection[str], what: str) -> str:
+    """Check that ``name`` is one of ``known`` (the names of a record section).
+
+    ``known`` should be a dict or set (O(1) membership); the list of choices is built only
+    for the error message.
+    """
+    if name not in known:
+        raise ctx.error(path, f"unknown {what} '{name}'", choices=list(known), got=name)
+    return name
+
+
+# --------------------------------------------------------------------------- bodies
+
+GEOMETRY_PARAMS: dict[str, dict[str, Conv[Any]]] = {
+    "box": {"half_extents": _vector(3, _positive)},
+    "sphere": {"radius": _positive},
+    "capsule": {"radius": _positive, "fromto": _vector(6), "length": _positive},
+    "cylinder": {"radius": _positive, "fromto": _vector(6), "length": _positive},
+    "mesh": {"file": _string, "scale": _vector(3, _positive)},
+}
+GEOMETRY_REQUIRED: dict[str, tuple[str, ...]] = {
+    "box": ("half_extents",),
+    "sphere": ("radius",),
+    "capsule": ("radius",),
+    "cylinder": ("radius",),
+    "mesh": ("file",),
+}
+
+
+def _geometry(ctx: _Ctx, path: str, value: Any) -> Geometry:
+    r = _Reader(ctx, path, value, None)
+    kind = r.get("type", _choice(tuple(GEOMETRY_PARAMS)))
+    spec = GEOMETRY_PARAMS[kind]
+    r.only(("type", *POSE_KEYS, *spec), f"a {kind} geometry")
+    params = {
+        k: r.get(k, conv) for k, conv in spec.items() if r.has(k) or k in GEOMETRY_REQUIRED[kind]
+    }
+    if kind in ("capsule", "cylinder") and ("fromto" in params) == ("length" in params):
+        raise ctx.error(path, f"a {kind} needs exactly one of 'fromto' and 'length'")
+    return Geometry(kind, tuple(sorted(params.items())), _pose(r))
+
+
+BODY_KEYS = ("name", "fixed", "floating", "mass", "com", "inertia", "frames", "geometry")
+
+
+def _body(ctx: _Ctx, path: str, value: Any) -> Body:
+    r = _Reader(ctx, path, value, BODY_KEYS)
+    name = r.get("name", _string)
+    fixed, floating = r.get("fixed", _flag, False), r.get("floating", _flag, False)
+    if fixed and floating:
+        raise ctx.error(
+            r.at("floating"),
+            "a body cannot be both fixed and floating",
+            expected="at most one of 'fixed: true' and 'floating: true'",
+        )
+    frames: dict[str, Pose] = {}
+    if r.has("frames"):
+        fr = r.sub("frames", _keys(r.data["frames"]))
+        for key in fr.data:
+            frames[key] = _pose(fr.sub(key, POSE_KEYS))
+    return Body(
+        name=name,
+        kind="fixed" if fixed else "floating" if floating else "ordinary",
+        mass=r.get("mass", _number, 0.0),
+        com=r.get("com", _vec3, (0.0, 0.0, 0.0)),
+        inertia=r.get("inertia", _vector(6), (0.0,) * 6),
+        frames=tuple(frames.items()),
+        geometry=tuple(_geometry(ctx, p, v) for p, v in _items(r, "geometry")),
+    )
+
+
+# --------------------------------------------------------------------------- joints
+
+
+@dataclass(frozen=True)
+class _JointSpec:
+    """Per-type layout of a joint's record fields.
+
+    ``angular`` flags each scalar coordinate of the limits/initial layout (converted by
+    ``angle_unit`` when True); empty means the type takes no limits. ``n_initial`` is the
+    length of ``initial`` (0: not allowed, 1: a scalar); ``quat_at`` is where a unit
+    quaternion starts inside ``initial``.
+    """
+
+    angular: tuple[bool, ...]
+    n_initial: int
+    keys: tuple[str, ...] = ()
+    quat_at: int | None = None
+
+
+_MOVING = ("damping", "friction", "armature", "initial")
+_ONE = (*_MOVING, "axis", "limits", "spring")
+JOINT_SPECS: dict[str, _JointSpec] = {
+    "fixed": _JointSpec((), 0),
+    "revolute": _JointSpec((True,), 1, _ONE),
+    "prismatic": _JointSpec((False,), 1, _ONE),
+    "helical": _JointSpec((True,), 1, (*_ONE, "lead")),
+    "universal": _JointSpec((True, True), 2, (*_MOVING, "axes", "limits")),
+    "cylindrical": _JointSpec((False, True), 2, (*_MOVING, "axis", "limits")),
+    "planar": _JointSpec((False, False, True), 3, (*_MOVING, "normal", "limits")),
+    "spherical": _JointSpec((), 4, _MOVING, quat_at=0),
+    "free": _JointSpec((), 7, _MOVING, quat_at=3),
+}
+assert set(JOINT_SPECS) == set(JOINT_TYPES)
+ONE_COORDINATE: tuple[str, ...] = ("revolute", "prismatic", "helical")
+JOINT_COMMON = ("name", "type", "parent", "child", "parent_frame", "child_frame", "cut")
+
+
+def _coords(ctx: _Ctx, path: str, value: Any, spec: _JointSpec) -> tuple[float, ...]:
+    """A per-coordinate value in the joint's layout (scalar for 1-coordinate joints)."""
+    n = len(spec.angular)
+    if n == 1:
+        values = (_number(ctx, path, value),)
+    else:
+        values = _vector(n)(ctx, path, value)
+    return tuple(
+        v * (ctx.angle if ang else 1.0) for v, ang in zip(values, spec.angular, strict=True)
+    )
+
+
+def _initial(ctx: _Ctx, path: str, value: Any, spec: _JointSpec) -> tuple[float, ...]:
+    if spec.quat_at is None:
+        return _coords(ctx, path, value, spec)
+    values = _vector(spec.n_initial)(ctx, path, value)
+    q = _quat(ctx, path, list(values[spec.quat_at : spec.quat_at + 4]))
+    return values[: spec.quat_at] + q
+
+
+def _limits(r: _Reader, spec: _JointSpec) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    lr = r.sub("limits", ("lower", "upper"))
+    lower, upper = (lr.get(k, lambda c, p, v: _coords(c, p, v, spec)) for k in ("lower", "upper"))
+    for i, (lo, hi) in enumerate(zip(lower, upper, strict=True)):
+        if not lo < hi:
+            where = f" (coordinate {i})" if len(lower) > 1 else ""
+            raise r.ctx.error(
+                lr.path,
+                f"lower {lo!r} is not below upper {hi!r}{where}",
+                expected="lower < upper (in rad or m)",
+            )
+    return lower, upper
+
+
+def _universal_axes(ctx: _Ctx, path: str, value: Any) -> tuple[tuple[float, ...], ...]:
+    items = _list(ctx, path, value, 2, "axes [[x, y, z], [x, y, z]]")
+    a1, a2 = (_unit(ctx, f"{path}[{i}]", v) for i, v in enumerate(items))
+    if np.linalg.norm(np.cross(a1, a2)) < PARALLEL_TOL:
+        raise ctx.error(path, "the two axes are parallel", expected="two non-parallel axes")
+    return a1, a2
+
+
+def _planar_normal(ctx: _Ctx, path: str, value: Any) -> tuple[float, ...]:
+    n = _unit(ctx, path, value)
+    if np.linalg.norm(np.subtract(n, (0.0, 0.0, 1.0))) > PLANAR_NORMAL_TOL:
+        raise ctx.error(
+            path,
+            f"unsupported planar normal {list(n)}",
+            expected="[0, 0, 1] (the only supported planar normal)",
+        )
+    return n
+
+
+def _cut(ctx: _Ctx, path: str, value: Any) -> bool:
+    if value != "prefer":
+        raise ctx.error(
+            path,
+            f"'cut' = {_describe(value)} would pre-author the cut joints, "
+            "which the compiler generates",
+            expected="only 'cut: prefer' is accepted, as a hint",
+        )
+    return True
+
+
+def _joint(ctx: _Ctx, path: str, value: Any, bodies: Mapping[str, Body]) -> Joint:
+    r = _Reader(ctx, path, value, None, FORBIDDEN_JOINT)
+    name = r.get("name", _string)
+    kind = r.get("type", _choice(JOINT_TYPES))
+    spec = JOINT_SPECS[kind]
+    r.only((*JOINT_COMMON, *spec.keys), f"a {kind} joint")
+    ends = {}
+    for end in ("parent", "child"):
+        host = _ref(ctx, r.at(end), r.get(end, _string), bodies, "body")
+        frames = dict(bodies[host].frames)
+        ends[end] = host, _pose_field(r, f"{end}_frame", frames, host)
+    needs_axis = "axis" in spec.keys
+    axis = r.get("axis", _unit) if needs_axis else None
+    if kind == "planar":
+        axis = r.get("normal", _planar_normal, (0.0, 0.0, 1.0))
+    lower, upper = _limits(r, spec) if r.has("limits") else ((), ())
+    spring = Spring()
+    if r.has("spring"):
+        sr = r.sub("spring", ("stiffness", "rest"))
+        rest = sr.get("rest", _angle if spec.angular[0] else _number, 0.0)
+        spring = Spring(sr.get("stiffness", _nonneg), rest)
+    return Joint(
+        name=name,
+        type=kind,
+        parent=ends["parent"][0],
+        child=ends["child"][0],
+        parent_frame=ends["parent"][1],
+        child_frame=ends["child"][1],
+        axis=axis,  # type: ignore[arg-type]
+        axes=r.get("axes", _universal_axes) if kind == "universal" else None,  # type: ignore[arg-type]
+        lead=r.get("lead", _nonzero) if kind == "helical" else None,
+        lower=lower,
+        upper=upper,
+        damping=r.get("damping", _nonneg, 0.0),
+        friction=r.get("friction", _nonneg, 0.0),
+        spring=spring,
+        armature=r.get("armature", _nonneg, 0.0),
+        initial=r.get("initial", lambda c, p, v: _initial(c, p, v, spec), None),
+        cut_prefer=r.get("cut", _cut, False),
+    )
+
+
+# --------------------------------------------------------------------------- interfaces
+
+
+TRANSMISSION_PARAMS: dict[str, tuple[str, ...]] = {
+    "direct": (),
+    "gear": ("ratio",),
+    "screw": ("lead",),
+}
+
+
+def _transmission(ctx: _Ctx, path: str, value: Any) -> Transmission:
+    r = _Reader(ctx, path, value, None)
+    kind = r.get("type", _choice(TRANSMISSION_TYPES))
+    r.only(("type", *TRANSMISSION_PARAMS[kind]), f"a {kind} transmission")
+    if kind == "gear":
+        return Transmission(kind, ratio=r.get("ratio", _positive))
+    if kind == "screw":
+        return Transmission(kind, lead=r.get("lead", _positive))
+    return Transmission(kind)
+
+
+def _effort_limits(ctx: _Ctx, path: str, value: Any) -> tuple[float, float]:
+    lo, hi = _vector(2)(ctx, path, value)
+    if not lo < hi:
+        raise ctx.error(
+            path,
+            f"lower {lo!r} is not below upper {hi!r}",
+            expected="[lower, upper] with lower < upper",
+        )
+    return lo, hi
+
+
+ACTUATOR_KEYS = (
+    "name",
+    "joint",
+    "transmission",
+    "rotor_inertia",
+    "effort_limits",
+    "speed_limit",
+    "viscous",
+    "coulomb",
+)
+
+
+def _actuator(ctx: _Ctx, path: str, value: Any) -> Actuator:
+    r = _Reader(ctx, path, value, ACTUATOR_KEYS)
+    return Actuator(
+        name=r.get("name", _string),
+        joint=r.get("joint", _string),
+        transmission=r.get("transmission", _transmission, Transmission()),
+        rotor_inertia=r.get("rotor_inertia", _nonneg, 0.0),
+        effort_limits=r.get("effort_limits", _effort_limits, None),
+        speed_limit=r.get("speed_limit", _positive, None),
+        viscous=r.get("viscous", _nonneg, 0.0),
+        coulomb=r.get("coulomb", _nonneg, 0.0),
+    )
+
+
+def _coupling(ctx: _Ctx, path: str, value: Any) -> Coupling:
+    r = _Reader(ctx, path, value, ("name", "type", "terms", "offset"))
+    terms = r.sub("terms", _keys(r.data["terms"])) if r.has("terms") else None
+    if terms is None or not terms.data:
+        raise ctx.error(
+            r.at("terms"), "missing or empty 'terms'", expected="{joint: coefficient, ...}"
+        )
+    return Coupling(
+        name=r.get("name", _string),
+        type=r.get("type", _choice(COUPLING_TYPES)),
+        terms=tuple((k, terms.get(k, _number)) for k in terms.data),
+        offset=r.get("offset", _number, 0.0),
+    )
+
+
+def _attachment(ctx: _Ctx, path: str, value: Any) -> Attachment:
+    r = _Reader(ctx, path, value, ("body", "xyz"))
+    return Attachment(r.get("body", _string), r.get("xyz", _vec3, (0.0, 0.0, 0.0)))
+
+
+FORCE_KEYS: dict[str, tuple[str, ...]] = {
+    "spring": ("a", "b", "stiffness", "rest_length", "damping"),
+    "joint_effort": ("joint", "value"),
+}
+
+
+def _force(ctx: _Ctx, path: str, value: Any) -> SpringForce | JointEffort:
+    r = _Reader(ctx, path, value, None)
+    name = r.get("name", _string)
+    kind = r.get("type", _choice(FORCE_TYPES))
+    r.only(("name", "type", *FORCE_KEYS[kind]), f"a {kind} force")
+    if kind == "joint_effort":
+        return JointEffort(name, r.get("joint", _string), r.get("value", _number))
+    return SpringForce(
+        name=name,
+        a=r.get("a", _attachment),
+        b=r.get("b", _attachment),
+        stiffness=r.get("stiffness", _nonneg),
+        rest_length=r.get("rest_length", _nonneg),
+        damping=r.get("damping", _nonneg, 0.0),
+    )
+
+
+def _placed(
+    ctx: _Ctx, path: str, value: Any, bodies: Mapping[str, Body], extra: tuple[str, ...]
+) -> tuple[_Reader, str, str, Pose]:
+    """Shared part of supports and tasks: ``name``, ``body`` and an inline pose or frame."""
+    r = _Reader(ctx, path, value, ("name", "body", *FRAME_REF_KEYS, *extra))
+    name = r.get("name", _string)
+    body = _ref(ctx, r.at("body"), r.get("body", _string), bodies, "body")
+    return r, name, body, _pose(r, dict(bodies[body].frames), body)
+
+
+def _support(ctx: _Ctx, path: str, value: Any, bodies: Mapping[str, Body]) -> Support:
+    r, name, body, pose = _placed(ctx, path, value, bodies, ("half_extents",))
+    half = r.get("half_extents", _vector(2, _nonneg), ())
+    return Support(name, body, pose, half)
+
+
+def _task(ctx: _Ctx, path: str, value: Any, bodies: Mapping[str, Body]) -> Task:
+    r, name, body, pose = _placed(ctx, path, value, bodies, ("kind",))
+    return Task(name, body, pose, r.get("kind", _choice(TASK_KINDS), "position"))
+
+
+def _independent(ctx: _Ctx, path: str, value: Any) -> tuple[str, ...]:
+    items = _list(ctx, path, value, what="joint names")
+    return tuple(_string(ctx, f"{path}[{i}]", v) for i, v in enumerate(items))
+
+
+# --------------------------------------------------------------------------- semantic checks
+
+
+def _check_unique(ctx: _Ctx, section: str, names: Sequence[str]) -> None:
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if name in seen:
+            raise ctx.error(
+                f"{section}[{i}].name",
+                f"duplicate name '{name}' (already used by {section}[{seen[name]}])",
+                expected=f"unique names among {section}",
+            )
+        seen[name] = i
+
+
+def _check_inertia(ctx: _Ctx, path: str, body: Body) -> None:
+    """Mass ≥ 0; inertia PD with principal moments obeying the triangle inequality."""
+    if body.mass < 0.0:
+        raise ctx.error(f"{path}.mass", f"negative mass {body.mass!r}", expected="a mass ≥ 0 [kg]")
+    ixx, iyy, izz, ixy, ixz, iyz = body.inertia
+    tensor = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    if not tensor.any():
+        if body.mass != 0.0:
+            raise ctx.error(
+                f"{path}.inertia",
+                f"zero inertia with mass {body.mass!r}",
+                expected="zero inertia only with zero mass; give "
+                "[ixx, iyy, izz, ixy, ixz, iyz] about the COM [kg·m²]",
+            )
+        return
+    moments = np.linalg.eigvalsh(tensor)
+    if moments[0] <= 0.0:
+        raise ctx.error(
+            f"{path}.inertia",
+            f"inertia is not positive definite (principal moments {moments.tolist()})",
+            expected="a positive definite tensor [ixx, iyy, izz, ixy, ixz, iyz]",
+        )
+    slack = INERTIA_TRIANGLE_RTOL * float(moments.sum())
+    if moments[2] > moments[0] + moments[1] + slack:
+        raise ctx.error(
+            f"{path}.inertia",
+            f"principal moments {moments.tolist()} break the triangle inequality",
+            expected="each principal moment ≤ the sum of the other two",
+        )
+
+
+def _check_roots(ctx: _Ctx, record: Record) -> None:
+    """Every connected group of bodies (union–find over joints) must contain a root."""
+    up = {b.name: b.name for b in record.bodies}
+
+    def find(x: str) -> str:
+        while up[x] != x:
+            up[x] = up[up[x]]
+            x = up[x]
+        return x
+
+    for j in record.joints:
+        up[find(j.parent)] = find(j.child)
+    groups: dict[str, list[int]] = {}
+    for i, b in enumerate(record.bodies):
+        groups.setdefault(find(b.name), []).append(i)
+    for members in groups.values():
+        if all(record.bodies[i].kind == "ordinary" for i in members):
+            names = ", ".join(record.bodies[i].name for i in members)
+            who = f"bodies {names} have" if len(members) > 1 else f"body {names} has"
+            raise ctx.error(
+                f"bodies[{members[0]}]",
+                f"{who} no path to any root (no fixed or floating body among them)",
+                expected="one of them marked `fixed: true` or `floating: true`, or a joint to a "
+                "rooted body",
+            )
+
+
+def _check_one_coordinate(
+    ctx: _Ctx, path: str, name: str, joints: Mapping[str, Joint], what: str
+) -> Joint:
+    joint = joints[_ref(ctx, path, name, joints, "joint")]
+    if joint.type not in ONE_COORDINATE:
+        raise ctx.error(
+            path,
+            f"{what} joint '{name}' is {joint.type}",
+            expected="a 1-coordinate joint",
+            choices=ONE_COORDINATE,
+        )
+    return joint
+
+
+def check_record(record: Record, file: str | Path | None = None) -> None:
+    """Semantic checks of a parsed record (references, uniqueness, physics, roots).
+
+    Args:
+        record: the record to check.
+        file: the name used in messages (default ``record.source``).
+
+    Raises:
+        RecordError: on the first violation, with the YAML path in record order.
+    """
+    ctx = _Ctx(str(file if file is not None else record.source))
+    for section in ("bodies", "joints", "actuators", "couplings", "forces", "supports", "tasks"):
+        _check_unique(ctx, section, [x.name for x in getattr(record, section)])
+    for i, body in enumerate(record.bodies):
+        _check_inertia(ctx, f"bodies[{i}]", body)
+    bodies = dict.fromkeys(b.name for b in record.bodies)
+    for i, j in enumerate(record.joints):
+        _ref(ctx, f"joints[{i}].parent", j.parent, bodies, "body")
+        _ref(ctx, f"joints[{i}].child", j.child, bodies, "body")
+        if j.parent == j.child:
+            raise ctx.error(
+                f"joints[{i}].child",
+                f"joint '{j.name}' connects body '{j.child}' to itself",
+                expected="a child body different from the parent",
+            )
+    joints = {j.name: j for j in record.joints}
+    driven: dict[str, int] = {}
+    for i, a in enumerate(record.actuators):
+        joint = _check_one_coordinate(ctx, f"actuators[{i}].joint", a.joint, joints, "actuated")
+        if a.joint in driven:
+            raise ctx.error(
+                f"actuators[{i}].joint",
+                f"joint '{a.joint}' already driven by actuators[{driven[a.joint]}]",
+                expected="at most one actuator per joint",
+            )
+        driven[a.joint] = i
+        if a.transmission.type == "screw" and joint.type != "prismatic":
+            raise ctx.error(
+                f"actuators[{i}].transmission",
+                f"a screw transmission drives a linear port but joint '{a.joint}' is {joint.type}",
+                expected="a prismatic joint, or a direct/gear transmission",
+            )
+    for i, c in enumerate(record.couplings):
+        for name, _ in c.terms:
+            _check_one_coordinate(ctx, f"couplings[{i}].terms.{name}", name, joints, "coupled")
+        if not any(coeff != 0.0 for _, coeff in c.terms):
+            raise ctx.error(
+                f"couplings[{i}].terms",
+                "all coefficients are zero",
+                expected="at least one nonzero coefficient",
+            )
+    for i, f in enumerate(record.forces):
+        if isinstance(f, JointEffort):
+            _check_one_coordinate(ctx, f"forces[{i}].joint", f.joint, joints, "loaded")
+        else:
+            for end in ("a", "b"):
+                _ref(ctx, f"forces[{i}].{end}.body", getattr(f, end).body, bodies, "body")
+    for section in ("supports", "tasks"):
+        for i, x in enumerate(getattr(record, section)):
+            _ref(ctx, f"{section}[{i}].body", x.body, bodies, "body")
+    seen: set[str] = set()
+    for i, name in enumerate(record.independent):
+        _ref(ctx, f"independent[{i}]", name, joints, "joint")
+        if name in seen:
+            raise ctx.error(
+                f"independent[{i}]", f"joint '{name}' listed twice", expected="unique joint names"
+            )
+        seen.add(name)
+    _check_roots(ctx, record)
+
+
+# --------------------------------------------------------------------------- top level
+
+TOP_KEYS = (
+    "rbc",
+    "name",
+    "gravity",
+    "angle_unit",
+    "bodies",
+    "joints",
+    "actuators",
+    "couplings",
+    "forces",
+    "supports",
+    "tasks",
+    "independent",
+)
+
+
+def _schema_version(ctx: _Ctx, path: str, value: Any) -> int:
+    if value != SCHEMA_VERSION or isinstance(value, bool):
+        raise ctx.error(
+            path,
+            f"unsupported schema version {value}; this rbc reads schema {SCHEMA_VERSION}",
+            expected=f"rbc: {SCHEMA_VERSION}",
+        )
+    return SCHEMA_VERSION
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """``yaml.safe_load`` semantics (SafeConstructor: plain data only), LibYAML-accelerated
+    when PyYAML was built with it (pure-Python PyYAML costs ~20 ms per four-bar loop)."""
+
+
+def _check_duplicate_keys(ctx: _Ctx, root: yaml.Node) -> None:
+    """Reject duplicate mapping keys (``safe_load`` keeps the last silently)."""
+    stack: list[tuple[yaml.Node, str]] = [(root, "")]
+    seen_nodes: set[int] = set()
+    while stack:
+        node, path = stack.pop()
+        if id(node) in seen_nodes:
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            keys: set[str] = set()
+            for k, v in node.value:
+                key = str(k.value)
+                if key in keys:
+                    line = k.start_mark.line + 1
+                    raise ctx.error(
+                        path,
+                        f"duplicate key '{key}' (line {line})",
+                        expected="each key once per mapping (names must be unique)",
+                    )
+                keys.add(key)
+                stack.append((v, _join(path, key)))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(node.value))
+
+
+def _load(ctx: _Ctx, text: str) -> dict:
+    """Compose the YAML once, check keys on the node tree, then construct safe data."""
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is not None:
+            _check_duplicate_keys(ctx, node)
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ctx.error("", f"YAML syntax error{where}: {exc.problem or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ctx.error("", f"YAML error: {exc}") from None
+    finally:
+        loader.dispose()
+    if data is None:
+        raise ctx.error("", "empty record", expected="a YAML mapping starting with 'rbc: 1'")
+    if not isinstance(data, dict):
+        raise ctx.error(
+            "",
+            f"the record is {_describe(data)}, not a mapping",
+            expected="a YAML mapping starting with 'rbc: 1'",
+        )
+    return data
+
+
+def parse_record_text(text: str, source: str = "<string>") -> Record:
+    """Parse the text of a schema-v1 record (pure: text → Record).
+
+    Args:
+        text: YAML text (read with ``yaml.safe_load``).
+        source: the file name used in messages and stored in ``Record.source``.
+
+    Returns:
+        A checked :class:`Record` in SI units (angles in rad, quaternions ``(w, x, y, z)``).
+
+    Raises:
+        RecordError: malformed YAML, unknown keys, wrong types or shapes, non-finite numbers,
+            unknown references, duplicate names, physically invalid values, unrooted bodies,
+            or pre-authored compiler output (see docs/records.md).
+    """
+    ctx = _Ctx(source)
+    top = _Reader(ctx, "", _load(ctx, text), TOP_KEYS, FORBIDDEN_TOP)
+    top.get("rbc", _schema_version)
+    ctx = _Ctx(source, ANGLE_UNITS[top.get("angle_unit", _choice(tuple(ANGLE_UNITS)), "rad")])
+    top.ctx = ctx  # keys are checked; from here on angles convert with the record's unit
+    bodies = [_body(ctx, p, v) for p, v in _items(top, "bodies")]
+    if not bodies:
+        raise ctx.error("bodies", "missing or empty 'bodies'", expected="a list of bodies")
+    _check_unique(ctx, "bodies", [b.name for b in bodies])
+    by_name = {b.name: b for b in bodies}
+    record = Record(
+        name=top.get("name", _string),
+        gravity=top.get("gravity", _vec3, (0.0, 0.0, -9.81)),  # type: ignore[arg-type]
+        bodies=tuple(bodies),
+        joints=tuple(_joint(ctx, p, v, by_name) for p, v in _items(top, "joints")),
+        actuators=tuple(_actuator(ctx, p, v) for p, v in _items(top, "actuators")),
+        couplings=tuple(_coupling(ctx, p, v) for p, v in _items(top, "couplings")),
+        forces=tuple(_force(ctx, p, v) for p, v in _items(top, "forces")),
+        supports=tuple(_support(ctx, p, v, by_name) for p, v in _items(top, "supports")),
+        tasks=tuple(_task(ctx, p, v, by_name) for p, v in _items(top, "tasks")),
+        independent=top.get("independent", _independent, ()),
+        source=source,
+        sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        text=text,
+    )
+    check_record(record, source)
+    return record
+
+
+def parse_record(path: str | Path) -> Record:
+    """Read and parse a schema-v1 record file.
+
+    Args:
+        path: the YAML file.
+
+    Returns:
+        The checked :class:`Record` (``source`` = ``str(path)``).
+
+    Raises:
+        RecordError: the file cannot be read (not found, not UTF-8) or is invalid
+            (see :func:`parse_record_text`).
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RecordError(p, "", "file not found", expected="a path to a YAML record") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecordError(p, "", f"cannot read the file: {exc}") from None
+    return parse_record_text(text, str(p))
+
+
+def _unit_vectors(record: Record) -> list[tuple[str, Sequence[float]]]:
+    """Every quaternion and axis of ``record`` with its YAML path."""
+    out: list[tuple[str, Sequence[float]]] = []
+    for i, b in enumerate(record.bodies):
+        out += [(f"bodies[{i}].frames.{n}.quat", p.quat) for n, p in b.frames]
+        out += [(f"bodies[{i}].geometry[{k}].quat", g.pose.quat) for k, g in enumerate(b.geometry)]
+    for i, j in enumerate(record.joints):
+        out += [
+            (f"joints[{i}].parent_frame.quat", j.parent_frame.quat),
+            (f"joints[{i}].child_frame.quat", j.child_frame.quat),
+        ]
+        out += [(f"joints[{i}].axis", j.axis)] if j.axis is not None else []
+        out += [(f"joints[{i}].axes[{k}]", a) for k, a in enumerate(j.axes or ())]
+        q_at = JOINT_SPECS[j.type].quat_at
+        if j.initial is not None and q_at is not None:
+            out.append((f"joints[{i}].initial", j.initial[q_at : q_at + 4]))
+    for section in ("supports", "tasks"):
+        out += [
+            (f"{section}[{i}].quat", x.pose.quat) for i, x in enumerate(getattr(record, section))
+        ]
+    return out
+
+
+def check_unit_norms(record: Record) -> None:
+    """Raise :class:`RecordError` at the first quaternion or axis of ``record`` whose norm
+    differs from 1 by more than ``QUAT_NORM_TOL`` (the parser's post-condition)."""
+    ctx = _Ctx(record.source)
+    for path, vec in _unit_vectors(record):
+        if abs(float(np.linalg.norm(vec)) - 1.0) > QUAT_NORM_TOL:
+            raise ctx.error(path, f"not a unit vector: {list(vec)}", expected="unit norm")
