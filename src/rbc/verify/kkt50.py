@@ -28,6 +28,13 @@ spatial frame accelerations at zero joint acceleration
 ``P_e J_rel a_T = −P_e (γ₆ − Ṡ_e q̇_e)`` and ``q̈_e = K_e a_T + S_e⁺(γ₆ − Ṡ_e q̇_e)``; the
 time derivative of ``[P_e; S_e⁺]`` multiplies a vanishing quantity and drops out.
 
+**Coupling rows.** A linear coupling ``γ_c = Σ_k c_k q_k + offset = 0`` between
+1-coordinate joints (``q̇_k = v_k``) gives ``Σ_k c_k v_k = 0`` and ``Σ_k c_k a_k = 0``. A
+coupled tree coordinate enters its column directly; a coupled cut coordinate enters through
+its rate row (``v_e = K_e v_T``, ``a_e = K_e a_T + S_e⁺(γ₆ − Ṡ_e q̇_e)``), so each coupling is
+one more physical row ``g_c = c_T + c_C K`` with drift ``Σ_{k∈C} c_k S⁺(γ₆ − Ṡ q̇)_k``
+(:func:`coupling_rows`; the Pinocchio reference uses the same rows).
+
 **Solve (Nocedal & Wright 2006, §16.2, null-space method).** With the cut coordinates
 eliminated by their rate rows, the KKT system ``[M Jᵀ; J 0][a; −λ] = [τ − h; −γ]`` over all
 coordinates (cut coordinates massless) reduces to the tree: with J the stacked physical
@@ -172,6 +179,35 @@ def cut_drift(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, v: np.ndarra
     return _stack(phys), _stack(rate)
 
 
+def coupling_rows(dm: DynamicsModel, rows: CutRows, rate_drift: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Coupling rows over the tree coordinates and their drift (module docstring).
+
+    Args:
+        rows: the cut-joint rows at q (their rate rows K carry coupled cut coordinates).
+        rate_drift: (nv_C,) ``S⁺(γ₆ − Ṡ q̇)`` of the cut coordinates at (q, v) (the second
+            value of :func:`cut_drift`), or None for the rows only.
+
+    Returns:
+        ``(G (n_c, nv_T), γ_c (n_c,))`` with ``G a_T = −γ_c`` (γ_c = 0 when rate_drift is
+        None).
+    """
+    k = dm.kin
+    nt = k.nv_tree
+    cut = {int(j): n for n, j in enumerate(rows.cut_cols)}
+    G = np.zeros((len(k.coupling_rows), nt))
+    gamma = np.zeros(len(k.coupling_rows))
+    for c, terms in enumerate(k.coupling_rows):
+        for vi, _, coef in terms:
+            if vi < nt:
+                G[c, vi] += coef
+            else:
+                G[c] += coef * rows.K[cut[vi]]
+                if rate_drift is not None:
+                    gamma[c] += coef * rate_drift[cut[vi]]
+    return G, gamma
+
+
 def _stack(xs: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(xs) if xs else np.zeros(0)
 
@@ -305,7 +341,9 @@ def solve(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, u: np.ndarray,
     k = dm.kin
     nt = k.nv_tree
     rows = cut_rows(dm, data, q)
-    ns = null_space(rows.J)
+    G, _ = coupling_rows(dm, rows)
+    J = np.vstack([rows.J, G])
+    ns = null_space(J)
     ind = [int(j) for j in independent]
     if ns.Z.cols != len(ind):
         raise ReferenceMismatch(
@@ -331,7 +369,8 @@ def solve(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, u: np.ndarray,
         tau += wrench_efforts(dm, q, wrenches)
     if f is not None:
         tau[ports(k).columns] += np.asarray(f, dtype=float)
-    gamma, _ = cut_drift(dm, data, q, v)
+    gamma, rate = cut_drift(dm, data, q, v)
+    gamma = np.concatenate([gamma, coupling_rows(dm, rows, rate)[1]])
     with mpmath.workdps(DPS):
         M = _mp(tt.M)
         a_p = mpmath.matrix(nt, 1)
@@ -348,4 +387,4 @@ def solve(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, u: np.ndarray,
         if Z.cols:
             a = a_p + Z * mpmath.lu_solve(Z.T * M * Z, rhs)
         a_star = _np(a).ravel()
-    return KKTSolution(a_star, v, ns.rank, float(np.abs(rows.J @ v[:nt]).max(initial=0.0)))
+    return KKTSolution(a_star, v, ns.rank, float(np.abs(J @ v[:nt]).max(initial=0.0)))

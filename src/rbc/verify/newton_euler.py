@@ -22,6 +22,10 @@ moving with body c:
 ``Δω = ω_c − ω_b``, ``Δv = v_c(p) − v_b(p)``. With ``Ṗ V_rel = −P Ṡ q̇`` (from ``P S = 0``)
 the rows are ``P R̄ᵀ [D_c x_c − D_b x_b] = −P (β − Ṡ q̇)``, ``D_i = [I 0; −[r_i]× I]``.
 
+**Coupling rows.** A linear coupling ``Σ_k c_k q_k + offset = 0`` between 1-coordinate
+joints adds the row ``Σ_k c_k k_k x = −Σ_k c_k κ_k`` (from ``q̈_k = k_k x + κ_k``, below):
+the joints' own rates, whether the joint is a tree or a cut joint.
+
 **Loads.** Joint efforts τ_j (damping, Coulomb friction, springs, constant joint efforts,
 actuator port efforts, drag) act on the two bodies as equal and opposite wrenches along the
 motion subspace: the generalized body force is ``k_jᵀ τ_j`` with ``q̇_j = k_j ν`` (ν: the body
@@ -178,6 +182,7 @@ class NewtonEuler:
         armature = {j.name: j.armature for j in rec.joints}
         acts = {a.joint: (a, i) for i, a in enumerate(rec.actuators)}
         G_rows, gam = [], []
+        rates: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # joint: (k_j, κ_j)
         for j in rec.joints:
             e = k.edge(j.name)
             kind = k.kinds[e]
@@ -210,6 +215,8 @@ class NewtonEuler:
             if not kind.nv:
                 continue
             kj = np.linalg.pinv(S) @ Dm  # (nv_j, 6nb): q̇_j = k_j ν
+            kappa = np.linalg.pinv(S) @ bias  # q̈_j = k_j x + κ_j
+            rates[j.name] = (kj, kappa)
             tau = efforts[j.name] - j.damping * qd - j.friction * np.sign(qd)
             if j.spring.stiffness and kind.nv == 1:
                 tau = tau - j.spring.stiffness * (qj - j.spring.rest)
@@ -222,9 +229,11 @@ class NewtonEuler:
                 alpha += act.rotor_inertia * act.transmission.reduction ** 2
             F += kj.T @ tau
             if alpha:
-                kappa = np.linalg.pinv(S) @ bias
                 M += alpha * kj.T @ kj
                 F -= alpha * kj.T @ kappa
+        for cp in rec.couplings:
+            G_rows.append(sum(c * rates[n][0] for n, c in cp.terms))
+            gam.append(sum(c * rates[n][1] for n, c in cp.terms))
         G = np.vstack(G_rows) if G_rows else np.zeros((0, 6 * nb))
         gamma = np.concatenate(gam) if gam else np.zeros(0)
         x = _null_space_solve(M, F, G, gamma)

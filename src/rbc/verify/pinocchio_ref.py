@@ -24,6 +24,16 @@ proximal solver (Carpentier, Budhiraja, Mansard, "Proximal and sparse resolution
 constrained dynamic equations", RSS 2021) handles the rank deficiency with ``mu > 0``; its
 iterations converge to the exact solution, the measured deviation is in docs/dynamics.md.
 
+**Couplings.** ``constraintDynamics`` has no joint-coupling constraint, so linear couplings
+are added by Gauss's principle on top of its solution: the map τ ↦ a of
+``constraintDynamics`` is affine, ``a(τ) = a₀ + P τ`` with P the constrained inverse inertia
+(``P = Z (Zᵀ M Z)⁻¹ Zᵀ``), and the coupled accelerations are
+``a = a₀ + P Gᵀ λ`` with ``(G P Gᵀ) λ = −γ_c − G a₀`` (the extra rows ``G a = −γ_c`` of
+:func:`rbc.verify.kkt50.coupling_rows`, built from Pinocchio frame Jacobians, never from
+our lift). The columns ``P Gᵀ`` are obtained from ``constraintDynamics`` itself, as the
+responses to the efforts ``s·g_cᵀ`` (``a(τ + s g) − a(τ) = s P g``, exact up to the
+solver's tolerance for s scaled to the efforts).
+
 The state is taken as given: ``(q, v)`` with v over the tree coordinates and the tree efforts
 (gravity excluded — Pinocchio adds it). Efforts on cut coordinates have no place in the tree
 model; a state with a nonzero one is refused (:class:`CutEffortError`).
@@ -38,6 +48,8 @@ import pinocchio as pin
 
 from rbc.backends.pinocchio import PinocchioModel, constraint_dynamics, pinocchio_model
 from rbc.model.compiled import CompiledModel, Partition
+from rbc.model.dynamics import DynamicsData, DynamicsModel
+from rbc.verify import kkt50
 
 
 class CutEffortError(ValueError):
@@ -51,6 +63,7 @@ class PinocchioReference:
     pmod: PinocchioModel
     data: pin.Data
     cdatas: object
+    coupled: tuple[DynamicsModel, DynamicsData] | None = None  # rows of the couplings
 
     @classmethod
     def build(cls, kin: CompiledModel, part: Partition) -> PinocchioReference:
@@ -59,7 +72,11 @@ class PinocchioReference:
         data = pmod.tree.model.createData()
         cdatas = pmod.constraint_datas()
         pin.initConstraintDynamics(pmod.tree.model, data, pmod.constraints, cdatas)
-        return cls(pmod, data, cdatas)
+        coupled = None
+        if kin.coupling_rows:
+            dm = DynamicsModel(kin, pmod.tree)
+            coupled = (dm, DynamicsData.of(dm))
+        return cls(pmod, data, cdatas, coupled)
 
     def accelerations(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray) -> np.ndarray:
         """Tree accelerations a* (nv_tree,) in rbc order.
@@ -75,4 +92,18 @@ class PinocchioReference:
         if np.any(tau[nt:]):
             raise CutEffortError("efforts on cut-joint coordinates cannot be applied to "
                                  "Pinocchio's tree model")
-        return constraint_dynamics(self.pmod, self.data, self.cdatas, q, v, tau[:nt])
+        a0 = constraint_dynamics(self.pmod, self.data, self.cdatas, q, v, tau[:nt])
+        if self.coupled is None:
+            return a0
+        dm, dd = self.coupled
+        rows = kkt50.cut_rows(dm, dd, q)
+        G, gamma = kkt50.coupling_rows(dm, rows, kkt50.cut_drift(dm, dd, q, v)[1])
+        # response to s·g_cᵀ, s scaled so the probe effort is of the size of τ (module doc)
+        scale = max(1.0, float(np.abs(tau[:nt]).max(initial=0.0)))
+        PG = np.empty((nt, G.shape[0]))
+        for c, g in enumerate(G):
+            s = scale / max(float(np.abs(g).max()), 1e-300)
+            PG[:, c] = (constraint_dynamics(self.pmod, self.data, self.cdatas, q, v,
+                                            tau[:nt] + s * g) - a0) / s
+        lam = np.linalg.lstsq(G @ PG, -gamma - G @ a0, rcond=None)[0]
+        return a0 + PG @ lam
