@@ -83,3 +83,16 @@ def test_run_time_does_not_import_the_passes():
         packages[m.split(".")[1] if "." in m else m].update(d.split(".")[1] for d in ds)
     assert "passes" not in packages["model"]
     assert packages["ir"] <= {"errors", "ir"}
+
+
+def test_walker_sub_packages_are_layered():
+    """docs/walkers.md: each walker sub-package imports only those listed above it."""
+    order = ["hybrid", "control", "environment", "evaluation"]
+    for m, ds in _imports().items():
+        parts = m.split(".")
+        if parts[:2] != ["rbc", "walkers"] or len(parts) < 4 or parts[2] not in order:
+            continue
+        below = set(order[order.index(parts[2]) + 1:])
+        up = {d for d in ds if d.startswith("rbc.walkers.") and d.split(".")[2] in below}
+        assert not up, f"{m} imports {sorted(up)} (a sub-package listed below it)"
+        assert not {d for d in ds if d.startswith("rbc.policy")}, m

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from rbc.walkers.plant import ControlContext
-from rbc.walkers.registry import load_model
-from rbc.walkers.vc import vc_initial_state
+from rbc.walkers.control.context import ControlContext
+from rbc.walkers.control.vc import vc_initial_state
+from rbc.walkers.hybrid.registry import load_model
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """``rbc policy``: import TorchScript policies to JSON (without torch) and replay them.
 
-Parses options, calls :mod:`rbc.walkers.policy`, :mod:`rbc.walkers.torchscript` and
-:mod:`rbc.walkers.policy_contract`, prints. Registered by ``rbc.cli.main`` as
+Parses options, calls :mod:`rbc.policy.runner`, :mod:`rbc.policy.torchscript` and
+:mod:`rbc.policy.contract`, prints. Registered by ``rbc.cli.main`` as
 ``app.add_typer(policy_app, name="policy")``. See docs/policy.md.
 """
 
@@ -29,13 +29,13 @@ def import_(
 ) -> None:
     """Read FILE with a restricted unpickler (tensor records only) and write policy JSON."""
     from rbc.errors import UsageError
-    from rbc.walkers.policy import ACTIVATIONS, PolicyNetwork, save_policy
-    from rbc.walkers.policy_contract import (
+    from rbc.policy.contract import (
         ContractError,
         contract_from_deploy_config,
         find_deploy_config,
     )
-    from rbc.walkers.torchscript import network_from_archive, read_torchscript
+    from rbc.policy.runner import ACTIVATIONS, PolicyNetwork, save_policy
+    from rbc.policy.torchscript import network_from_archive, read_torchscript
 
     if activation is not None and activation not in ACTIVATIONS:
         raise UsageError(f"--activation {activation!r}: valid choices: {', '.join(ACTIVATIONS)}")
@@ -85,7 +85,7 @@ def eval_(
     import numpy as np
 
     from rbc.errors import UsageError
-    from rbc.walkers.policy import PolicyRunner, load_policy
+    from rbc.policy.runner import PolicyRunner, load_policy
 
     net = load_policy(file)
     try:

@@ -93,7 +93,7 @@ def run(
         run_walk,
     )
     from rbc.walkers.errors import WalkerError
-    from rbc.walkers.metrics import summary, write_log
+    from rbc.walkers.evaluation.metrics import summary, write_log
 
     if controller not in RUN_CONTROLLERS:
         raise WalkerError(f"unknown controller '{controller}'", choices=RUN_CONTROLLERS,
@@ -117,7 +117,7 @@ def run(
     summ = summary(res)
     files = []
     if out is not None:
-        from rbc.walkers.plots import animation, phase_portrait
+        from rbc.walkers.evaluation.plots import animation, phase_portrait
 
         files.append(write_log(res, out / f"{model}_log"))
         files.append(phase_portrait(res, out / f"{model}_phase.png"))
@@ -164,7 +164,7 @@ def batch(
     if out is not None:
         _output_dir(out)
 
-    from rbc.walkers.batch import BatchConfig, run_batch
+    from rbc.walkers.evaluation.batch import BatchConfig, run_batch
 
     cfg = BatchConfig(model=model, controllers=tuple(c for c in controllers.split(",") if c),
                       samples=samples, strides=strides, seed=seed)
@@ -174,7 +174,7 @@ def batch(
                          progress=lambda done, total: prog.update(task, completed=done))
     files = []
     if out is not None:
-        from rbc.walkers.plots import batch_plot
+        from rbc.walkers.evaluation.plots import batch_plot
 
         (out / "summary.json").write_text(json.dumps(summ, indent=1))
         files = [str(out / "summary.json"), batch_plot(summ, out / "batch.png")]

@@ -2,6 +2,6 @@
 constraints, Poincaré analysis. See ``docs/walkers.md`` (DESIGN.md §9)."""
 
 from rbc.walkers.errors import WalkerError
-from rbc.walkers.registry import load_model, model_names
+from rbc.walkers.hybrid.registry import load_model, model_names
 
 __all__ = ["WalkerError", "load_model", "model_names"]

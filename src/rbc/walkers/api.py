@@ -2,18 +2,18 @@
 
 ``run_walk`` and ``find_gait`` resolve a model and controller by name, choose the starting
 state the model file prescribes, and dispatch to the point-foot simulator
-(:mod:`rbc.walkers.simulate`) or the footed one (:mod:`rbc.walkers.footed`).
+(:mod:`rbc.walkers.hybrid.simulate`) or the footed one (:mod:`rbc.walkers.control.footed`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from rbc.walkers.controllers import CONTROLLERS, make_controller
+from rbc.walkers.control.controllers import CONTROLLERS, make_controller
 from rbc.walkers.errors import WalkerError
-from rbc.walkers.poincare import FixedPoint, find_fixed_point, stride_map
-from rbc.walkers.registry import load_model
-from rbc.walkers.simulate import WalkResult, walk
+from rbc.walkers.evaluation.poincare import FixedPoint, find_fixed_point, stride_map
+from rbc.walkers.hybrid.registry import load_model
+from rbc.walkers.hybrid.simulate import WalkResult, walk
 
 
 def _is_footed(model) -> bool:
@@ -36,7 +36,7 @@ def _setup(name: str, controller: str, slope: float):
         if controller != "fl":
             raise WalkerError(f"model '{name}' is footed and only walks under feedback "
                               f"control, not '{controller}'", choices=["fl"])
-        from rbc.walkers.footed import FootedWalker
+        from rbc.walkers.control.footed import FootedWalker
 
         w = FootedWalker.from_model(model, slope)
         return model, w, w.initial_state()
@@ -49,7 +49,7 @@ def _setup(name: str, controller: str, slope: float):
             raise WalkerError(f"model '{name}' has no passive initial state",
                               choices=["compass"])
         return model, ctrl, np.array(model.params["initial_state"], dtype=float)
-    from rbc.walkers.vc import vc_initial_state
+    from rbc.walkers.control.vc import vc_initial_state
 
     rate = float(model.params["controller"].get("initial_phase_rate", 1.0))
     return model, ctrl, vc_initial_state(ctrl, rate)
@@ -70,7 +70,7 @@ def run_walk(name: str, controller: str, slope: float, strides: int,
         raise WalkerError(f"strides must be >= 1, got {strides}")
     model, ctrl, x0 = _setup(name, controller, slope)
     if _is_footed(model):
-        from rbc.walkers.footed import walk_footed
+        from rbc.walkers.control.footed import walk_footed
 
         return walk_footed(ctrl, x0, strides, dt=dt or 1e-3, progress=progress)
     return walk(model, ctrl, slope, x0, strides,
@@ -85,7 +85,7 @@ def find_gait(name: str, controller: str, slope: float, dt: float | None = None)
     """
     model, ctrl, x0 = _setup(name, controller, slope)
     if _is_footed(model):
-        from rbc.walkers.footed import walk_footed
+        from rbc.walkers.control.footed import walk_footed
 
         def pmap(x):
             r = walk_footed(ctrl, x, 1, dt=dt or 1e-3)
@@ -139,7 +139,7 @@ def make_scenario(payload: float = 0.0, mass_scale: float = 1.0,
                   effectiveness: str = "1", bias: str = "0", friction: float = 0.0,
                   stick_slip: bool = False, ice: tuple[str, ...] = (), trip: tuple[str, ...] = (),
                   push: tuple[str, ...] = (), mu: float = 0.7):
-    """A :class:`rbc.walkers.plant_sim.Scenario` from command-line words.
+    """A :class:`rbc.walkers.environment.plant_sim.Scenario` from command-line words.
 
     Args:
         payload: [kg]. mass_scale: [-]. effectiveness, bias: one value or ``a:b:c:d`` per
@@ -151,9 +151,9 @@ def make_scenario(payload: float = 0.0, mass_scale: float = 1.0,
     Raises:
         WalkerError: malformed words or values.
     """
-    from rbc.walkers.environment import Ground, Impulse, JointFriction
-    from rbc.walkers.plant import Mismatch
-    from rbc.walkers.plant_sim import Scenario
+    from rbc.walkers.environment.effects import Ground, Impulse, JointFriction
+    from rbc.walkers.environment.plant import Mismatch
+    from rbc.walkers.environment.plant_sim import Scenario
 
     def vec(text: str, what: str):
         v = _parse_floats(text, what, None)
@@ -181,21 +181,22 @@ def make_scenario(payload: float = 0.0, mass_scale: float = 1.0,
 def run_plant(name: str, controller: str, slope: float, strides: int, scenario,
               safety: str = "none", dt: float | None = None, progress=None,
               torso_bounds: tuple[float, float] | None = None):
-    """Walk model ``name`` on the true plant of ``scenario`` (:mod:`rbc.walkers.plant_sim`).
+    """Walk model ``name`` on the true plant of ``scenario``
+    (:mod:`rbc.walkers.environment.plant_sim`).
 
     Args:
-        controller: one of :data:`rbc.walkers.plant_sim.PLANT_CONTROLLERS`.
-        safety: one of :data:`rbc.walkers.safety.FILTERS`.
+        controller: one of :data:`rbc.walkers.environment.plant_sim.PLANT_CONTROLLERS`.
+        safety: one of :data:`rbc.walkers.control.safety.FILTERS`.
         torso_bounds: ``(lo, hi)`` [rad] of the torso-angle barrier (None: the filter's
-            default, :attr:`rbc.walkers.safety.SafetyFilter.bounds`).
+            default, :attr:`rbc.walkers.control.safety.SafetyFilter.bounds`).
 
     Raises:
         WalkerError: unknown model/controller/filter, a footed model, bad start.
     """
-    from rbc.walkers.plant import ControlContext
-    from rbc.walkers.plant_sim import PLANT_CONTROLLERS, walk_plant
-    from rbc.walkers.safety import FILTERS, SafetyFilter
-    from rbc.walkers.vc import vc_initial_state
+    from rbc.walkers.control.context import ControlContext
+    from rbc.walkers.control.safety import FILTERS, SafetyFilter
+    from rbc.walkers.control.vc import vc_initial_state
+    from rbc.walkers.environment.plant_sim import PLANT_CONTROLLERS, walk_plant
 
     model = load_model(name)
     if _is_footed(model):
@@ -217,15 +218,15 @@ def run_plant(name: str, controller: str, slope: float, strides: int, scenario,
 def _run_footed_plant(model, controller: str, slope: float, strides: int, scenario,
                       safety: str, dt: float | None, progress):
     """Footed humanoid on its true plant: ``fl`` (frozen zero networks), ``lbdnn``, or
-    ``composite`` (LbDNN + per-phase leaky RISE), :mod:`rbc.walkers.lbdnn`.
+    ``composite`` (LbDNN + per-phase leaky RISE), :mod:`rbc.walkers.control.lbdnn`.
 
     Raises:
         WalkerError: another controller, a safety filter or an environment option (the
             footed true plant has the mismatch only).
     """
-    from rbc.walkers.footed import FootedWalker, walk_footed
-    from rbc.walkers.lbdnn import SwitchingLbDNN
-    from rbc.walkers.plant import Actuation, true_model
+    from rbc.walkers.control.footed import FootedWalker, walk_footed
+    from rbc.walkers.control.lbdnn import SwitchingLbDNN
+    from rbc.walkers.environment.plant import Actuation, true_model
 
     if controller not in FOOTED_PLANT_CONTROLLERS:
         raise WalkerError(f"controller '{controller}' has no footed true-plant version "

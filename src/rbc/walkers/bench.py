@@ -2,7 +2,7 @@
 
 Run ``python -m rbc.walkers.bench``. Two numbers: the bare integrator (``rk4_step`` with
 the closed-loop vector field, 4 controller evaluations per step) and the full simulator
-(:func:`rbc.walkers.simulate.walk`: guard, fall watch, event location, impacts, logging).
+(:func:`rbc.walkers.hybrid.simulate.walk`: guard, fall watch, event location, impacts, logging).
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import numpy as np
 
 def rk4_steps_per_second(steps: int = 20000, repeats: int = 3) -> tuple[float, float]:
     """Best-of-``repeats`` ``(bare RK4 steps/s, full-walk steps/s)`` on one core."""
-    from rbc.walkers.controllers import make_controller
-    from rbc.walkers.registry import load_model
-    from rbc.walkers.simulate import walk
-    from rbc.walkers.swing import rk4_step
-    from rbc.walkers.vc import vc_initial_state
+    from rbc.walkers.control.controllers import make_controller
+    from rbc.walkers.control.vc import vc_initial_state
+    from rbc.walkers.hybrid.registry import load_model
+    from rbc.walkers.hybrid.simulate import walk
+    from rbc.walkers.hybrid.swing import rk4_step
 
     m = load_model("rabbit")
     ctrl = make_controller("fl", m, 0.0)

@@ -1,0 +1,3 @@
+"""Evaluation of walks: stride metrics (:mod:`.metrics`), Poincaré maps and fixed points
+(:mod:`.poincare`), the Monte Carlo batch (:mod:`.batch`) and figures (:mod:`.plots`).
+See docs/walkers.md §7, §16-17."""
