@@ -146,7 +146,7 @@ def test_monte_carlo_identical_on_local_and_external_cluster(dask_cluster, monke
     """The walkers' Monte Carlo jobs (seeded plant mismatch, ice, trips; 2 samples × 2
     controllers × 3 strides) give the same rows, bit for bit, on the default local cluster
     and on the external one (selected through ``RBC_DASK_SCHEDULER``)."""
-    from rbc.walkers.batch import BatchConfig, jobs_of, run_job
+    from rbc.walkers.evaluation.batch import BatchConfig, jobs_of, run_job
 
     jobs = jobs_of(BatchConfig(samples=2, strides=3, seed=20260927,
                                controllers=("fl", "adaptive")))

@@ -151,11 +151,15 @@ def batch(
     samples: int = typer.Option(100, "--samples", help="Monte Carlo samples"),
     strides: int = typer.Option(20, "--strides", help="strides per walk"),
     seed: int = typer.Option(0, "--seed", help="root seed (sample i: SeedSequence child i)"),
-    workers: int = typer.Option(2, "--workers", min=1, help="worker processes (≥ 1)"),
+    workers: int = typer.Option(2, "--workers", min=1,
+                                help="worker processes of the local Dask cluster (≥ 1; 1: "
+                                "run in this process)"),
     controllers: str = typer.Option("fl,adaptive,rise,composite", "--controllers",
                                     help="comma-separated controller names"),
-    dask_scheduler: str | None = typer.Option(None, "--dask-scheduler",
-                                              help="dask.distributed scheduler address"),
+    scheduler: str | None = typer.Option(None, "--scheduler", "--dask-scheduler",
+                                         help="address of an existing Dask scheduler "
+                                         "(default: $RBC_DASK_SCHEDULER, else a local "
+                                         "cluster)"),
     out: Path | None = typer.Option(None, "--out", help="directory for summary.json and "
                                     "batch.png"),
     json_out: bool = typer.Option(False, "--json", help="machine-readable output"),
@@ -170,7 +174,7 @@ def batch(
                       samples=samples, strides=strides, seed=seed)
     with progress_bar() as prog:
         task = prog.add_task("batch", total=samples * len(cfg.controllers))
-        summ = run_batch(cfg, workers=workers, dask_scheduler=dask_scheduler,
+        summ = run_batch(cfg, workers=workers, scheduler=scheduler,
                          progress=lambda done, total: prog.update(task, completed=done))
     files = []
     if out is not None:
@@ -178,8 +182,13 @@ def batch(
 
         (out / "summary.json").write_text(json.dumps(summ, indent=1))
         files = [str(out / "summary.json"), batch_plot(summ, out / "batch.png")]
+    for f in summ["failures"]:
+        typer.echo(f"error: sample {f['sample']}, controller {f['controller']}: "
+                   f"{f['error']}", err=True)
     if json_out:
         typer.echo(json.dumps(summ))
+        if summ["failures"]:
+            raise typer.Exit(1)
         return
     table = Table(title=f"{model}: {samples} samples x {strides} strides, seed {seed}")
     for col in ("controller", "fall rate", "EMA mean [rad^2]", "EMA median", "rho"):
@@ -195,6 +204,8 @@ def batch(
     typer.echo(f"wall time {summ['wall_time']:.1f} s")
     for f in files:
         typer.echo(f"wrote {f}")
+    if summ["failures"]:
+        raise typer.Exit(1)
 
 
 @app.command()

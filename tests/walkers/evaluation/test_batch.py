@@ -33,19 +33,41 @@ def test_sample_rng_depends_only_on_seed_and_index():
     assert not np.array_equal(a, sample_rng(5, 2).uniform(size=4))
 
 
-def test_process_pool_equals_serial(serial):
+def test_local_dask_cluster_equals_serial(serial):
     par = run_batch(SMALL, workers=2)
     assert _strip(par) == _strip(serial)
     assert [(r["sample"], r["controller"]) for r in par["runs"]] == [
         (0, "fl"), (0, "rise"), (1, "fl"), (1, "rise")]
 
 
-def test_dask_local_cluster_equals_serial(serial):
-    distributed = pytest.importorskip("distributed")
+def test_existing_dask_scheduler_equals_serial(serial):
+    import distributed
+
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                  dashboard_address=None) as cluster:
-        res = run_batch(SMALL, dask_scheduler=cluster.scheduler_address)
+                                  dashboard_address=None,
+                                  scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}
+                                  ) as cluster:
+        res = run_batch(SMALL, scheduler=cluster.scheduler_address)
     assert _strip(res) == _strip(serial)
+    assert res["failures"] == []
+
+
+def test_a_failing_job_is_listed_not_lost(monkeypatch):
+    """A job that raises is reported with its sample and controller; the others count."""
+    from rbc.walkers.evaluation import batch as wb
+
+    real = wb.run_job
+
+    def flaky(job):
+        if job[1] == 1 and job[2] == "rise":
+            raise RuntimeError("boom")
+        return real(job)
+
+    monkeypatch.setattr(wb, "run_job", flaky)
+    res = run_batch(SMALL, workers=1, progress=lambda *_: None)
+    assert res["failures"] == [{"sample": 1, "controller": "rise",
+                                "error": "RuntimeError: boom"}]
+    assert res["controllers"]["rise"]["runs"] == 1 and res["controllers"]["fl"]["runs"] == 2
 
 
 def test_cli_batch_writes_summary_and_plot(tmp_path):

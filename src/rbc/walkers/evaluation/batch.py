@@ -6,8 +6,10 @@ generator ``default_rng(SeedSequence(seed).spawn(i + 1)[i])`` — child ``i`` of
 sequence, independent of how many samples there are and of which process runs it — so the
 results depend only on ``(seed, i)``, never on the scheduling. Every controller meets the
 same draws (common random numbers). One job = one (sample, controller) walk
-(:func:`rbc.walkers.environment.plant_sim.walk_plant`); jobs run in a
-``concurrent.futures.ProcessPoolExecutor`` or on a Dask cluster (``dask.distributed``).
+(:func:`rbc.walkers.environment.plant_sim.walk_plant`); the jobs are a bag of
+:func:`rbc.batch.run_bag`: in this process (one worker), on a local Dask cluster, or on an
+existing one (``--scheduler ADDRESS`` / ``RBC_DASK_SCHEDULER``). A job that raises is
+listed under ``failures`` with its sample and controller; the other jobs still count.
 
 Per controller: fall rate, tracking EMA (final EMA of ``|y|^2``; mean and median over the
 runs that did not fall), and the contraction estimate ``rho`` pooled over the non-falling
@@ -22,6 +24,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from rbc.batch import SYNCHRONOUS, run_bag, scheduler_address, task_rng
 from rbc.walkers.errors import WalkerError
 
 BATCH_CONTROLLERS = ("fl", "adaptive", "rise", "composite")
@@ -60,8 +63,9 @@ class BatchConfig:
 
 
 def sample_rng(seed: int, index: int) -> np.random.Generator:
-    """Generator of sample ``index``: child ``index`` of ``SeedSequence(seed)``."""
-    return np.random.default_rng(np.random.SeedSequence(seed).spawn(index + 1)[index])
+    """Generator of sample ``index``: child ``index`` of ``SeedSequence(seed)``
+    (:func:`rbc.batch.task_rng`)."""
+    return task_rng(seed, index)
 
 
 def draw_scenario(seed: int, index: int, strides: int, nu: int, mu: float):
@@ -136,8 +140,13 @@ def jobs_of(cfg: BatchConfig) -> list[tuple]:
     return [(d, i, c) for i in range(cfg.samples) for c in cfg.controllers]
 
 
-def summarize(cfg: BatchConfig, rows: list[dict], wall_time: float) -> dict:
-    """Per-controller fall rate, EMA statistics and pooled contraction estimate."""
+def summarize(cfg: BatchConfig, rows: list[dict], wall_time: float,
+              failures: list[dict] | None = None) -> dict:
+    """Per-controller fall rate, EMA statistics and pooled contraction estimate.
+
+    ``failures``: ``{"sample", "controller", "error"}`` of jobs that raised (not walks that
+    fell); they are listed and left out of the statistics.
+    """
     rows = sorted(rows, key=lambda r: (r["sample"], cfg.controllers.index(r["controller"])))
     per = {}
     for c in cfg.controllers:
@@ -146,58 +155,39 @@ def summarize(cfg: BatchConfig, rows: list[dict], wall_time: float) -> dict:
         ema = np.array([r["tracking_ema"] for r in ok])
         aa = sum(r["contraction_aa"] for r in ok)
         per[c] = {"runs": len(rs), "falls": len(rs) - len(ok),
-                  "fall_rate": (len(rs) - len(ok)) / len(rs),
+                  "fall_rate": (len(rs) - len(ok)) / len(rs) if rs else None,
                   "ema_mean": float(ema.mean()) if len(ema) else None,
                   "ema_median": float(np.median(ema)) if len(ema) else None,
                   "contraction": sum(r["contraction_ab"] for r in ok) / aa if aa > 0 else None,
-                  "mean_slip": float(np.mean([r["slip"] for r in rs])),
-                  "mean_friction_work": float(np.mean([r["friction_work"] for r in rs]))}
-    return {"config": asdict(cfg), "wall_time": wall_time, "controllers": per, "runs": rows}
+                  "mean_slip": float(np.mean([r["slip"] for r in rs])) if rs else None,
+                  "mean_friction_work": (float(np.mean([r["friction_work"] for r in rs]))
+                                         if rs else None)}
+    return {"config": asdict(cfg), "wall_time": wall_time, "controllers": per, "runs": rows,
+            "failures": list(failures or [])}
 
 
 def run_batch(cfg: BatchConfig, workers: int = 1, progress=None,
-              dask_scheduler: str | None = None) -> dict:
-    """Run every job and summarize.
+              scheduler: str | None = None) -> dict:
+    """Run every job (:func:`rbc.batch.run_bag`) and summarize.
 
     Args:
-        workers: worker processes (ProcessPoolExecutor; 1 = in this process).
+        workers: worker processes of a local Dask cluster; 1 runs the jobs in this process.
         progress: optional ``progress(done, total)`` after each finished job.
-        dask_scheduler: address of a ``dask.distributed`` scheduler (then ``workers`` is
-            ignored: the cluster's workers run the jobs).
+        scheduler: address of an existing Dask scheduler (default ``$RBC_DASK_SCHEDULER``;
+            then ``workers`` is ignored: the cluster's workers run the jobs).
 
     Returns:
-        The summary of :func:`summarize` (``runs`` sorted by sample then controller).
+        The summary of :func:`summarize` (``runs`` sorted by sample then controller; jobs
+        that raised under ``failures``).
 
     Raises:
-        WalkerError: bad configuration; dask not installed.
+        WalkerError: bad configuration. SchedulerError: the scheduler does not answer.
     """
     jobs = jobs_of(cfg)
-    t0 = time.perf_counter()
-    rows: list[dict] = []
-
-    def done(r: dict) -> None:
-        rows.append(r)
-        if progress is not None:
-            progress(len(rows), len(jobs))
-
-    if dask_scheduler is not None:
-        try:
-            from distributed import Client, as_completed
-        except ImportError as err:  # pragma: no cover - a declared dependency
-            raise WalkerError("--dask-scheduler needs dask.distributed "
-                              "(pip install 'dask[distributed]')") from err
-        with Client(dask_scheduler) as client:
-            futures = client.map(run_job, jobs, pure=False)
-            for fut in as_completed(futures):
-                done(fut.result())
-    elif workers <= 1:
-        for j in jobs:
-            done(run_job(j))
-    else:
-        from concurrent.futures import ProcessPoolExecutor
-        from concurrent.futures import as_completed as cf_completed
-
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            for fut in cf_completed([pool.submit(run_job, j) for j in jobs]):
-                done(fut.result())
-    return summarize(cfg, rows, time.perf_counter() - t0)
+    where = scheduler_address(scheduler) or (SYNCHRONOUS if workers <= 1 else None)
+    res = run_bag(run_job, jobs, label=f"walk batch ({cfg.model})", scheduler=where,
+                  workers=None if where else workers,
+                  progress=None if progress is None else (lambda d, n, _f: progress(d, n)))
+    failures = [{"sample": f.inputs[1], "controller": f.inputs[2], "error": f.error}
+                for f in res.failures]
+    return summarize(cfg, [r for r in res.values if r is not None], res.wall_time, failures)
