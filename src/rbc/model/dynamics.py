@@ -155,6 +155,58 @@ def _coefficients(k: CompiledModel) -> _Coefficients:
     return _Coefficients(damping, friction, stiffness, rest, q_index)
 
 
+@dataclass(frozen=True, eq=False)
+class SpringState:
+    """A point-to-point spring-damper at (q, v).
+
+    Attributes:
+        a, b: the body names of its two ends; pa, pb: (3,) end points in world axes [m];
+        n: (3,) unit vector from a to b; tension: ``k(ℓ − ℓ₀) + c ℓ̇`` [N] (positive pulls
+        the ends together: ``+T n`` on a, ``−T n`` on b); Ja, Jb: (6, nv) world-aligned point
+        Jacobians of the ends.
+    """
+
+    a: str
+    b: str
+    pa: np.ndarray
+    pb: np.ndarray
+    n: np.ndarray
+    tension: float
+    Ja: np.ndarray
+    Jb: np.ndarray
+
+
+def spring_states(dm: DynamicsModel, q: np.ndarray, v: np.ndarray) -> list[SpringState]:
+    """Every point-to-point spring-damper of the record at (q, v), in record order."""
+    out = []
+    for f in dm.kin.record.forces:
+        if isinstance(f, SpringForce):
+            pa, Ja = _point_jacobian(dm.kin, q, f.a.body, f.a.xyz)
+            pb, Jb = _point_jacobian(dm.kin, q, f.b.body, f.b.xyz)
+            d = pb - pa
+            length = float(np.linalg.norm(d))
+            n = d / length
+            rate = float(n @ (Jb[3:] @ v - Ja[3:] @ v))
+            tension = f.stiffness * (length - f.rest_length) + f.damping * rate
+            out.append(SpringState(f.a.body, f.b.body, pa, pb, n, tension, Ja, Jb))
+    return out
+
+
+def joint_passive_efforts(dm: DynamicsModel, q: np.ndarray, v: np.ndarray
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """The joint-level part of :func:`passive_efforts` (no point-to-point elements):
+    smooth τ_j (nv,) and Coulomb (nv,) efforts acting along the joints' own coordinates."""
+    k = dm.kin
+    c = _coefficients(k)
+    v = np.asarray(v, dtype=float)
+    tau = -c.damping * v - c.stiffness * (np.asarray(q)[c.q_index] - c.rest)
+    coul = -c.friction * np.sign(v)
+    for f in k.record.forces:
+        if isinstance(f, JointEffort):
+            tau[k.v_slice(k.edge(f.joint))] += f.value
+    return tau, coul
+
+
 def passive_efforts(dm: DynamicsModel, q: np.ndarray, v: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray]:
     """Smooth passive efforts τ_p (nv,) and Coulomb efforts τ_c (nv,) at (q, v), gravity excluded.
@@ -164,23 +216,9 @@ def passive_efforts(dm: DynamicsModel, q: np.ndarray, v: np.ndarray
     ``−μ_a·sign(v_port)``; point-to-point elements add ``J_aᵀ(T n) − J_bᵀ(T n)`` with
     tension ``T = k(ℓ − ℓ₀) + c ℓ̇`` along the unit vector n from a to b.
     """
-    k = dm.kin
-    c = _coefficients(k)
-    v = np.asarray(v, dtype=float)
-    tau = -c.damping * v - c.stiffness * (np.asarray(q)[c.q_index] - c.rest)
-    coul = -c.friction * np.sign(v)
-    for f in k.record.forces:
-        if isinstance(f, JointEffort):
-            tau[k.v_slice(k.edge(f.joint))] += f.value
-        elif isinstance(f, SpringForce):
-            pa, Ja = _point_jacobian(k, q, f.a.body, f.a.xyz)
-            pb, Jb = _point_jacobian(k, q, f.b.body, f.b.xyz)
-            d = pb - pa
-            length = float(np.linalg.norm(d))
-            n = d / length
-            rate = float(n @ (Jb[3:] @ v - Ja[3:] @ v))
-            tension = f.stiffness * (length - f.rest_length) + f.damping * rate
-            tau += Ja[3:].T @ (tension * n) - Jb[3:].T @ (tension * n)
+    tau, coul = joint_passive_efforts(dm, q, v)
+    for s in spring_states(dm, q, v):
+        tau += s.Ja[3:].T @ (s.tension * s.n) - s.Jb[3:].T @ (s.tension * s.n)
     return tau, coul
 
 

@@ -132,6 +132,40 @@ class NewtonEuler:
                 motion, joint coordinates' speeds re-derived from it); f: (n_act,) port
                 efforts; wrenches: external wrenches ``[n; f]`` (world axes) at body points.
         """
+        sys = self._system(q, v, f, wrenches)
+        x = _null_space_solve(sys.M, sys.F, sys.G, sys.gamma)
+        return x.reshape(-1, 6), float(np.abs(sys.G @ sys.nu).max(initial=0.0))
+
+    def reactions(self, q: np.ndarray, v: np.ndarray, f: np.ndarray | None = None,
+                  wrenches: tuple[Wrench, ...] = ()) -> dict[str, np.ndarray]:
+        """Reference joint reactions: per record joint the wrench (6,) ``[n; f]`` the parent
+        exerts on the child, world axes, about the origin of Jc.
+
+        From the multipliers of the same system, ``Gᵀ λ = M x − F`` (minimum-norm λ: with
+        orthonormal annihilator rows this is the smallest Euclidean norm of the joints'
+        constraint wrenches in Jc), the constraint part ``R̄ P_jᵀ λ_j`` plus the joint's
+        effort along its free directions ``R̄ (S⁺)ᵀ (τ_j − α_j q̈_j)`` with ``q̈_j = k_j x + κ_j``.
+        """
+        sys = self._system(q, v, f, wrenches)
+        x = _null_space_solve(sys.M, sys.F, sys.G, sys.gamma)
+        lam = _min_norm_multipliers(sys.G, sys.M @ x - sys.F)
+        coupled: dict[str, float] = {}  # coupling multipliers act as joint efforts c_k μ
+        for row, terms in sys.couplings:
+            for n, c in terms:
+                coupled[n] = coupled.get(n, 0.0) + c * lam[row]
+        out = {}
+        for j in sys.joints:
+            w = j.P.T @ lam[j.rows]
+            if j.S.shape[1]:
+                qdd = j.k @ x + j.kappa
+                tau = j.tau - j.alpha * qdd + coupled.get(j.name, 0.0)
+                w = w + np.linalg.pinv(j.S).T @ tau
+            out[j.name] = np.concatenate([j.R @ w[:3], j.R @ w[3:]])
+        return out
+
+    def _system(self, q: np.ndarray, v: np.ndarray, f: np.ndarray | None,
+                wrenches: tuple[Wrench, ...]) -> _System:
+        """The maximal-coordinate system ``M x = F + Gᵀλ``, ``G x = −γ`` (module docstring)."""
         k, rec = self.dm.kin, self.dm.kin.record
         self._fk(q, v)
         bs = self._bodies()
@@ -181,8 +215,9 @@ class NewtonEuler:
                 efforts[fo.joint] = efforts[fo.joint] + fo.value
         armature = {j.name: j.armature for j in rec.joints}
         acts = {a.joint: (a, i) for i, a in enumerate(rec.actuators)}
-        G_rows, gam = [], []
+        G_rows, gam, joints = [], [], []
         rates: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # joint: (k_j, κ_j)
+        row = 0
         for j in rec.joints:
             e = k.edge(j.name)
             kind = k.kinds[e]
@@ -212,11 +247,13 @@ class NewtonEuler:
             bias = beta - kind.motion_subspace_rate(qj, qd)
             G_rows.append(P @ Dm)
             gam.append(P @ bias)
+            rows = slice(row, row + P.shape[0])
+            row += P.shape[0]
             if not kind.nv:
+                joints.append(_JointRows(j.name, rows, P, S, Rc, np.zeros((0, 6 * nb)),
+                                         np.zeros(0), np.zeros(0), 0.0))
                 continue
             kj = np.linalg.pinv(S) @ Dm  # (nv_j, 6nb): q̇_j = k_j ν
-            kappa = np.linalg.pinv(S) @ bias  # q̈_j = k_j x + κ_j
-            rates[j.name] = (kj, kappa)
             tau = efforts[j.name] - j.damping * qd - j.friction * np.sign(qd)
             if j.spring.stiffness and kind.nv == 1:
                 tau = tau - j.spring.stiffness * (qj - j.spring.rest)
@@ -228,16 +265,59 @@ class NewtonEuler:
                     tau = tau + f[ia]
                 alpha += act.rotor_inertia * act.transmission.reduction ** 2
             F += kj.T @ tau
+            kappa = np.linalg.pinv(S) @ bias  # q̈_j = k_j x + κ_j
+            rates[j.name] = (kj, kappa)
             if alpha:
                 M += alpha * kj.T @ kj
                 F -= alpha * kj.T @ kappa
+            joints.append(_JointRows(j.name, rows, P, S, Rc, kj, kappa, tau, alpha))
+        couplings = []
         for cp in rec.couplings:
             G_rows.append(sum(c * rates[n][0] for n, c in cp.terms))
             gam.append(sum(c * rates[n][1] for n, c in cp.terms))
+            couplings.append((row, tuple(cp.terms)))
+            row += 1
         G = np.vstack(G_rows) if G_rows else np.zeros((0, 6 * nb))
         gamma = np.concatenate(gam) if gam else np.zeros(0)
-        x = _null_space_solve(M, F, G, gamma)
-        return x.reshape(nb, 6), float(np.abs(G @ nu).max(initial=0.0))
+        return _System(M, F, G, gamma, nu, tuple(joints), tuple(couplings))
+
+
+@dataclass(frozen=True, eq=False)
+class _JointRows:
+    """One joint's share of the system: its rows of G, annihilator P (rows, 6), motion
+    subspace S (6, nv_j), Jc rotation R (3, 3), ``q̇_j = k ν`` (nv_j, 6 n_b), ``q̈_j = k x + κ``,
+    effort τ (nv_j,) and armature α."""
+
+    name: str
+    rows: slice
+    P: np.ndarray
+    S: np.ndarray
+    R: np.ndarray
+    k: np.ndarray
+    kappa: np.ndarray
+    tau: np.ndarray
+    alpha: float
+
+
+@dataclass(frozen=True, eq=False)
+class _System:
+    """``M x = F + Gᵀλ``, ``G x = −γ`` with body velocities ν, the joints' rows and the
+    coupling rows (row of G, coefficients by joint name)."""
+
+    M: np.ndarray
+    F: np.ndarray
+    G: np.ndarray
+    gamma: np.ndarray
+    nu: np.ndarray
+    joints: tuple[_JointRows, ...]
+    couplings: tuple[tuple[int, tuple[tuple[str, float], ...]], ...]  # (row, terms)
+
+
+def _min_norm_multipliers(G: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Minimum-norm λ with ``Gᵀ λ = rhs`` (least squares, truncated SVD at SVD_RTOL)."""
+    if G.shape[0] == 0:
+        return np.zeros(0)
+    return np.linalg.lstsq(G.T, rhs, rcond=SVD_RTOL)[0]
 
 
 def _null_space_solve(M: np.ndarray, F: np.ndarray, G: np.ndarray, gamma: np.ndarray

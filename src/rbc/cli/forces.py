@@ -1,0 +1,165 @@
+"""``rbc forces BUNDLE``: one state in, actuator efforts (or accelerations) and every joint's
+reaction out (docs/cli.md; the method is in docs/dynamics.md)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from rbc.cli.app import app
+
+WRENCH_FORM = "BODY@x,y,z=nx,ny,nz,fx,fy,fz"
+
+
+def _pairs(values: list[str] | None, option: str) -> dict[str, float]:
+    from rbc.errors import UsageError
+    from rbc.model.solve import parse_assignment
+
+    out: dict[str, float] = {}
+    for text in values or ():
+        try:
+            name, value = parse_assignment(text)
+        except UsageError as err:
+            raise UsageError(str(err).replace("--set", option).replace(
+                "e.g. --set A=0.5", f"e.g. {option} A=0.5")) from None
+        if name in out:
+            raise UsageError(f"{option} {name} is given twice")
+        out[name] = value
+    return out
+
+
+def parse_wrench(text: str):
+    """``BODY@x,y,z=nx,ny,nz,fx,fy,fz`` → :class:`rbc.model.dynamics.Wrench` (point in body
+    coordinates [m]; moment [N·m] and force [N] in world axes).
+
+    Raises:
+        UsageError: not of that form, or a number that is not finite.
+    """
+    from rbc.errors import UsageError
+    from rbc.model.dynamics import Wrench
+
+    body, at, rest = text.partition("@")
+    point, eq, load = rest.partition("=")
+    bad = UsageError(f"--wrench '{text}': expected {WRENCH_FORM} (point in body "
+                     "coordinates [m], moment [N·m] and force [N] in world axes), e.g. "
+                     "--wrench coupler@0.1,0,0=0,0,0,0,-5,0")
+    if not (at and eq and body.strip()):
+        raise bad
+    try:
+        xyz = [float(x) for x in point.split(",")]
+        w = [float(x) for x in load.split(",")]
+    except ValueError:
+        raise bad from None
+    if len(xyz) != 3 or len(w) != 6 or not all(math.isfinite(x) for x in (*xyz, *w)):
+        raise bad
+    return Wrench(body.strip(), tuple(xyz), tuple(w))
+
+
+@app.command("forces")
+def forces_command(
+    bundle: Annotated[Path, typer.Argument(help="Bundle written by `rbc compile`.")],
+    assignments: Annotated[list[str] | None, typer.Option(
+        "--set", help="Independent coordinate NAME=VALUE \\[rad or m]; repeatable (the rest "
+        "is closed on the manifold; unset ones keep q_ref).")] = None,
+    velocity: Annotated[list[str] | None, typer.Option(
+        "--velocity", help="Independent speed NAME=VALUE \\[rad/s or m/s]; repeatable "
+        "(default 0).")] = None,
+    acceleration: Annotated[list[str] | None, typer.Option(
+        "--acceleration", help="Independent acceleration NAME=VALUE \\[rad/s² or m/s²] for "
+        "inverse dynamics; repeatable (default 0: statics or steady motion).")] = None,
+    effort: Annotated[list[str] | None, typer.Option(
+        "--effort", help="Port effort ACTUATOR=VALUE \\[N·m or N]: forward dynamics (the "
+        "accelerations are computed; unnamed actuators 0); repeatable.")] = None,
+    wrench: Annotated[list[str] | None, typer.Option(
+        "--wrench", help=f"External wrench {WRENCH_FORM}: point in body coordinates \\[m], "
+        "moment \\[N·m] and force \\[N] in world axes; repeatable.")] = None,
+    partition: Annotated[str | None, typer.Option(
+        "--partition", help="Stored partition (default: `default`).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Actuator efforts (inverse dynamics) or accelerations (forward), and the reaction
+    wrench of every joint, tree and cut, at one state. Exit 1 if the along-free-direction
+    check fails."""
+    from rbc.model.compiled import CompiledModel
+    from rbc.model.dynamics import DynamicsData, DynamicsModel
+    from rbc.model.reactions import forces_report, resolve_request, solve_loads
+    from rbc.model.solve import get_partition
+
+    sets = _pairs(assignments, "--set")
+    speeds = _pairs(velocity, "--velocity")
+    accels = _pairs(acceleration, "--acceleration")
+    efforts = _pairs(effort, "--effort") if effort else None
+    wrenches = tuple(parse_wrench(w) for w in wrench or ())
+    kin = CompiledModel.from_bundle(bundle)
+    part = get_partition(kin, partition)
+    req = resolve_request(kin, part, assignments=sets, velocity=speeds,
+                          acceleration=accels or None, efforts=efforts, wrenches=wrenches)
+    dm = DynamicsModel.build(kin)
+    sol = solve_loads(dm, DynamicsData.of(dm), part, req.q, req.u, udot=req.udot,
+                      efforts=req.efforts, wrenches=req.wrenches)
+    doc = forces_report(kin, part, sol)
+    doc = {"bundle": str(bundle), **doc}
+    if as_json:
+        typer.echo(json.dumps(doc, indent=2))
+    else:
+        _print(kin.record.name, doc)
+    if not doc["checks"]["passed"]:
+        raise typer.Exit(1)
+
+
+def _vec(x: list[float], floor: float) -> str:
+    """Components as text, round-off (|x| < floor) shown as 0."""
+    return " ".join(f"{(v if abs(v) >= floor else 0.0):9.4g}" for v in x)
+
+
+def _print(name: str, doc: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console(highlight=False, width=200)  # the reaction table is wide; never wrapped
+    mode = doc["mode"]
+    if mode == "inverse":
+        con.print(f"{name}: actuator efforts (inverse dynamics, partition "
+                  f"{doc['partition']})")
+        t = Table()
+        t.add_column("actuator")
+        t.add_column("effort \\[N·m or N]", justify="right")
+        for a, x in doc["efforts"].items():
+            t.add_row(a, f"{x:.6g}")
+        if doc["efforts"]:
+            con.print(t)
+        if doc["effort_null_space"]:
+            con.print(f"over-actuated: minimum-norm efforts; {doc['effort_null_space']} "
+                      "effort direction(s) produce no motion")
+    else:
+        con.print(f"{name}: accelerations (forward dynamics, partition {doc['partition']})")
+        t = Table()
+        t.add_column("independent coordinate")
+        t.add_column("acceleration \\[rad/s² or m/s²]", justify="right")
+        for c, x in doc["accelerations"].items():
+            t.add_row(c, f"{x:.6g}")
+        con.print(t)
+    con.print("joint reactions: parent on child, world axes, about the joint origin (Jc)")
+    t = Table()
+    for col, just in (("joint", "left"), ("", "left"), ("force \\[N]", "right"),
+                      ("moment \\[N·m]", "right"), ("along free", "right"),
+                      ("|free residual|", "right")):
+        t.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
+    floor = 1e-12 * doc["checks"]["scale"]  # round-off below this shows as 0
+    for j, r in doc["reactions"].items():
+        tag = ("cut" if r["cut"] else "tree") + (" *" if r["indeterminate"] else "")
+        t.add_row(j, tag, _vec(r["force"], floor), _vec(r["moment"], floor),
+                  _vec(r["along"], floor),
+                  f"{max((abs(v) for v in r['free_residual']), default=0.0):.1e}")
+    con.print(t)
+    if doc["indeterminate"]:
+        con.print(f"* not unique ({doc['reaction_null_space']} self-stress direction(s)): "
+                  "the minimum-norm reactions are shown")
+    c = doc["checks"]
+    con.print(f"check: max |free residual| = {c['free_residual']:.3e} (limit "
+              f"{c['free_residual_limit']:.1e} relative, scale {c['scale']:.4g}) "
+              + ("[green]pass[/green]" if c["passed"] else "[red]FAIL[/red]"))
