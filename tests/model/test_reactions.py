@@ -5,6 +5,7 @@ over- and under-actuation, couplings."""
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,6 +24,8 @@ from rbc.verify.newton_euler import NewtonEuler
 from rbc.verify.states import make_states
 from tests.conftest import EXAMPLES, RECORDS
 from tests.model.conftest import SHIPPED, compiled
+
+COUPLED = Path(__file__).resolve().parents[1] / "verify" / "records"
 
 #: Newton–Euler agreement (the issue's acceptance): both sides are double precision; the
 #: reference's maximal-coordinate KKT solve is condition-number limited (measured ≤ 2e-13
@@ -246,3 +249,11 @@ def test_both_accelerations_and_efforts_refused():
     with pytest.raises(ForcesError, match="not both"):
         solve_loads(dm, data, part, part.q_ref, np.zeros(1), udot=np.zeros(1),
                     efforts=np.zeros(1))
+
+
+@pytest.mark.parametrize("name", ["coupled_fingers", "fourbar_coupled_cut"])
+def test_coupled_records_match_newton_euler(name):
+    """Couplings on tree and cut coordinates: the multipliers enter the joints' efforts the
+    same way in both algorithms."""
+    worst, res = _compare_with_ne(_dyn(name, str(COUPLED / f"{name}.yaml")), n=5)
+    assert worst <= NE_RTOL and res <= FREE_RESIDUAL_RTOL, (worst, res)
