@@ -17,6 +17,7 @@ from rbc.cli import inspect as _inspect  # noqa: F401
 from rbc.cli import simulate as _simulate  # noqa: F401
 from rbc.cli import solve as _solve  # noqa: F401
 from rbc.cli import verify as _verify  # noqa: F401
+from rbc.cli import view as _view  # noqa: F401
 from rbc.cli.app import app
 from rbc.cli.bench import bench_app
 from rbc.cli.import_ import import_app
