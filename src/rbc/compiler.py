@@ -30,10 +30,12 @@ from rbc.passes.rank import RankAnalysis
 def pipeline(
     partitions: tuple[tuple[str, tuple[str, ...]], ...] = (),
     length_scale: float | None = None,
+    modes: tuple[tuple[str, tuple[str, ...]], ...] = (),
+    all_modes: bool = False,
 ) -> tuple:
     """The passes in order, with their options; their names are the command-line names."""
     return (Parse(), BuildGraph(), BuildForest(), BuildPaths(), BuildModules(),
-            RankAnalysis(partitions, length_scale), Codegen())
+            RankAnalysis(partitions, length_scale, modes, all_modes), Codegen())
 
 
 assert PASS_NAMES == tuple(p.name for p in pipeline()), "rbc.passes.PASS_NAMES is stale"
@@ -66,6 +68,8 @@ def compile_record(
     on_pass: Callable[[str], None] | None = None,
     partitions: tuple[tuple[str, tuple[str, ...]], ...] = (),
     length_scale: float | None = None,
+    modes: tuple[tuple[str, tuple[str, ...]], ...] = (),
+    all_modes: bool = False,
 ) -> tuple[BundleData, CompileReport]:
     """Run the pipeline on a record file.
 
@@ -76,6 +80,9 @@ def compile_record(
         on_pass: called with each pass name before it runs (progress hook).
         partitions: extra named partitions ``((name, (joint, …)), …)``.
         length_scale: length [m] scaling the rank analysis (None: from the record).
+        modes: named support modes ``((name, (support, …)), …)`` (``--mode``).
+        all_modes: also ``free`` and every support set with a valid partition
+            (``--modes all``; :mod:`rbc.model.modes`).
 
     Returns:
         ``(bundle data, report)``; ``report.stages`` holds every intermediate IR by pass name.
@@ -84,7 +91,8 @@ def compile_record(
         RecordError: the record is malformed or physically inconsistent.
         CompileError: the record is valid but cannot be compiled.
         ClosureError: the loops cannot be closed from the record's initial guesses.
-        UsageError: ``dump_after`` names an unknown pass, or a partition an unknown joint.
+        UsageError: ``dump_after`` names an unknown pass, a partition an unknown joint, or a
+            mode an unknown support.
     """
     unknown = [n for n in dump_after if n not in PASS_NAMES]
     if unknown:
@@ -92,7 +100,7 @@ def compile_record(
                          + ", ".join(PASS_NAMES))
     report = CompileReport()
     ir: object = Path(source)
-    for p in pipeline(partitions, length_scale):
+    for p in pipeline(partitions, length_scale, modes, all_modes):
         if on_pass:
             on_pass(p.name)
         t0 = time.perf_counter()

@@ -665,6 +665,46 @@ BAD: list[tuple[str, str, str]] = [
         "supports[0].body: unknown body 'foot'",
     ),
     (
+        "support_kind",
+        doc(extra="supports: [{name: s, body: link, kind: line}]\n"),
+        "supports[0].kind: invalid value string 'line'; valid choices: point, surface",
+    ),
+    (
+        "support_point_with_patch",
+        doc(extra="supports: [{name: s, body: link, kind: point, half_extents: [0.1, 0.1]}]\n"),
+        "supports[0].half_extents: a point support has no contact rectangle",
+    ),
+    (
+        "support_surface_without_patch",
+        doc(extra="supports: [{name: s, body: link, kind: surface}]\n"),
+        "supports[0].half_extents: a surface support needs 'half_extents'",
+    ),
+    (
+        "support_flat_patch",
+        doc(extra="supports: [{name: s, body: link, half_extents: [0.1, 0]}]\n"),
+        "supports[0].half_extents[1]: invalid value 0.0; expected a number > 0",
+    ),
+    (
+        "support_surface_radius",
+        doc(extra="supports: [{name: s, body: link, half_extents: [0.1, 0.1], radius: 0.01}]\n"),
+        "supports[0].radius: 'radius' is for point supports",
+    ),
+    (
+        "support_negative_friction",
+        doc(extra="supports: [{name: s, body: link, friction: -0.5}]\n"),
+        "supports[0].friction: invalid value -0.5; expected a number ≥ 0",
+    ),
+    (
+        "support_zero_normal",
+        doc(extra="supports: [{name: s, body: link, normal: [0, 0, 0]}]\n"),
+        "supports[0].normal: zero axis",
+    ),
+    (
+        "support_solref",
+        doc(extra="supports: [{name: s, body: link, solref: [0.02]}]\n"),
+        "supports[0].solref: wrong shape",
+    ),
+    (
         "independent_unknown",
         doc(extra="independent: [jj]\n"),
         "independent[0]: unknown joint 'jj'; valid choices: j (did you mean 'j'?)",
@@ -738,6 +778,18 @@ BAD: list[tuple[str, str, str]] = [
         "joints[0].tree: 'tree' pre-authors the spanning tree, which the compiler generates",
     ),
 ]
+
+
+def test_support_fields(tmp_path: Path) -> None:
+    r = parse(tmp_path, doc(extra="supports:\n"
+                        "  - {name: foot, body: link, xyz: [0, 0, -0.2], radius: 0.02}\n"
+                        "  - {name: sole, body: link, half_extents: [0.1, 0.05], friction: 0.7,"
+                        " normal: [0, 0, 2], solref: [0.004, 1]}\n"))
+    foot, sole = r.supports
+    assert (foot.kind, foot.rows, foot.radius, foot.half_extents) == ("point", 3, 0.02, ())
+    assert foot.friction == 1.0 and foot.normal == (0.0, 0.0, 1.0)  # documented defaults
+    assert (sole.kind, sole.rows, sole.half_extents) == ("surface", 6, (0.1, 0.05))
+    assert sole.friction == 0.7 and sole.normal == (0.0, 0.0, 1.0) and sole.solref == (0.004, 1.0)
 
 
 @pytest.mark.parametrize(("text", "expected"), [c[1:] for c in BAD], ids=[c[0] for c in BAD])

@@ -335,3 +335,65 @@ def guess_inside_limits(joint: dict) -> None:
         return
     if not lim["lower"] <= q <= lim["upper"]:
         joint["initial"] = 0.5 * (lim["lower"] + lim["upper"])
+
+
+# ------------------------------------------------------------------------------ overlays
+
+#: Record sections an overlay appends to.
+OVERLAY_APPEND = ("actuators", "couplings", "forces", "supports", "tasks", "independent")
+#: Record sections whose entries an overlay patches by name.
+OVERLAY_PATCH = ("bodies", "joints")
+#: Bound on an overlay file's size [bytes] (an overlay adds a few entries, not a model).
+OVERLAY_MAX_BYTES = 1 << 20
+
+
+def apply_overlay(result: ImportResult, path: str | Path) -> ImportResult:
+    """An imported record with a small YAML overlay of physical facts added (docs/import.md).
+
+    The overlay is a mapping with ``rbc_overlay: 1`` and any of: ``actuators``,
+    ``couplings``, ``forces``, ``supports``, ``tasks``, ``independent`` (lists appended to the
+    imported record's), and ``bodies``/``joints`` (lists of ``{name: …, key: value, …}``
+    patches: each key of an entry of that name is set). It is read with ``yaml.safe_load``;
+    the merged record is checked by the record parser when written (:func:`write_record`).
+
+    Raises:
+        ModelImportError: unreadable or malformed overlay, an unknown section or key, or a
+            patch naming an entry the imported record does not have.
+    """
+    p = Path(path)
+    try:
+        if p.stat().st_size > OVERLAY_MAX_BYTES:
+            raise ModelImportError(p, "", f"the overlay is larger than {OVERLAY_MAX_BYTES} bytes")
+        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ModelImportError(p, "", "overlay file not found") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise ModelImportError(p, "", f"cannot read the overlay: {err}") from None
+    if not isinstance(doc, dict) or doc.get("rbc_overlay") != 1:
+        raise ModelImportError(p, "", "an overlay is a mapping starting with `rbc_overlay: 1`")
+    record = {k: (list(v) if isinstance(v, list) else v) for k, v in result.record.items()}
+    allowed = ("rbc_overlay", *OVERLAY_APPEND, *OVERLAY_PATCH)
+    counts = []
+    for key, value in doc.items():
+        if key not in allowed:
+            raise ModelImportError(p, str(key), f"unknown overlay section '{key}'",
+                                   choices=allowed[1:], got=str(key))
+        if key == "rbc_overlay":
+            continue
+        if not isinstance(value, list):
+            raise ModelImportError(p, str(key), "expected a list")
+        if key in OVERLAY_APPEND:
+            record[key] = [*record.get(key, []), *value]
+            counts.append(f"{len(value)} {key} added")
+            continue
+        entries = {e.get("name"): e for e in record.get(key, []) if isinstance(e, dict)}
+        for i, patch in enumerate(value):
+            name = patch.get("name") if isinstance(patch, dict) else None
+            if name not in entries:
+                raise ModelImportError(p, f"{key}[{i}]", f"no imported {key[:-1]} named "
+                                       f"{name!r} to patch", choices=sorted(map(str, entries)),
+                                       got=str(name))
+            entries[name].update({k: v for k, v in patch.items() if k != "name"})
+        counts.append(f"{len(value)} {key} patched")
+    header = [*result.header, f"Overlay {p.name}: " + (", ".join(counts) or "nothing") + "."]
+    return ImportResult(record, header, list(result.warnings))

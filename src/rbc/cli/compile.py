@@ -28,6 +28,12 @@ def compile_command(
     partition: Annotated[list[str] | None, typer.Option(
         "--partition", help="Extra named partition NAME=joint1,joint2,… (its joints "
         "independent); repeatable. The `default` partition is always computed.")] = None,
+    modes: Annotated[str | None, typer.Option(
+        "--modes", help="`all`: also compile the support modes — `free` and every non-empty "
+        "set of the record's supports with a valid partition (docs/supports.md).")] = None,
+    mode: Annotated[list[str] | None, typer.Option(
+        "--mode", help="A named support mode NAME=support1,support2,… (kept even when "
+        "under-actuated); repeatable.")] = None,
     length_scale: Annotated[float | None, typer.Option(
         "--length-scale", min=1e-9, help="Length [m] scaling the rank analysis "
         "(default: median attachment offset of the record).")] = None,
@@ -39,14 +45,20 @@ def compile_command(
 ) -> None:
     """Compile a physical record into a bundle (tree, cut joints, paths, modules, partitions)."""
     from rbc.compiler import compile_to_file
+    from rbc.errors import UsageError
     from rbc.ir.summary import summarize
+    from rbc.model.modes import parse_mode_request
     from rbc.passes.rank import parse_partition_request
 
     out = output or Path(record.stem + ".h5")
     requests = tuple(parse_partition_request(p) for p in partition or ())
+    if modes not in (None, "all"):
+        raise UsageError(f"--modes {modes}: valid choices: all (name single modes with --mode)")
+    mode_requests = tuple(parse_mode_request(m) for m in mode or ())
     report = compile_to_file(record, out, verify=not no_verify,
                              dump_after=tuple(dump_after or ()), partitions=requests,
-                             length_scale=length_scale)
+                             length_scale=length_scale, modes=mode_requests,
+                             all_modes=modes == "all")
     if mjcf is not None:
         from rbc.backends.mjcf_export import write_mjcf_from_bundle
 
@@ -72,5 +84,6 @@ def compile_command(
         f"nq={s['nq']} nv={s['nv']} (tree {s['nq_tree']}/{s['nv_tree']}); "
         + "; ".join(f"partition {p['name']}: rank {p['rank']}, {p['speeds']} independent "
                     f"speeds ({', '.join(p['independent'])})" for p in s["partitions"])
+        + (f"; {len(s['modes'])} support modes" if s["modes"] else "")
         + f" -> {out}"
     )

@@ -20,9 +20,15 @@ _REPAIR_HELP = ("Repair physically invalid inertias (point masses, non-positive-
                 "tensors) by the documented rule instead of failing (see docs/import.md).")
 
 
-def _finish(result, output: Path) -> None:
-    from rbc.backends.record_writer import write_record
+_OVERLAY_HELP = ("YAML overlay of physical facts the model lacks (supports, tasks, actuators, …; "
+                 "docs/import.md), merged into the imported record.")
 
+
+def _finish(result, output: Path, overlay: Path | None = None) -> None:
+    from rbc.backends.record_writer import apply_overlay, write_record
+
+    if overlay is not None:
+        result = apply_overlay(result, overlay)
     for w in result.warnings:
         typer.echo(f"warning: {w}", err=True)
     write_record(result, output)
@@ -37,11 +43,12 @@ def import_mjcf_command(
     model: Annotated[Path, typer.Argument(help="MuJoCo XML model (MJCF).")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Record to write (YAML).")],
     repair_inertia: Annotated[bool, typer.Option("--repair-inertia", help=_REPAIR_HELP)] = False,
+    overlay: Annotated[Path | None, typer.Option("--overlay", help=_OVERLAY_HELP)] = None,
 ) -> None:
     """Import an MJCF model: bodies, joints, connect/weld loops, joint couplings, motors."""
     from rbc.backends.mjcf_import import import_mjcf
 
-    _finish(import_mjcf(model, repair_inertia=repair_inertia), output)
+    _finish(import_mjcf(model, repair_inertia=repair_inertia), output, overlay)
 
 
 @import_app.command("urdf")
@@ -53,8 +60,10 @@ def import_urdf_command(
     floating: Annotated[bool, typer.Option(
         "--floating", help="Make the root link floating (default: fixed).")] = False,
     repair_inertia: Annotated[bool, typer.Option("--repair-inertia", help=_REPAIR_HELP)] = False,
+    overlay: Annotated[Path | None, typer.Option("--overlay", help=_OVERLAY_HELP)] = None,
 ) -> None:
     """Import a URDF tree, optionally closed by a loops sidecar."""
     from rbc.backends.urdf import import_urdf
 
-    _finish(import_urdf(model, loops, floating=floating, repair_inertia=repair_inertia), output)
+    _finish(import_urdf(model, loops, floating=floating, repair_inertia=repair_inertia), output,
+            overlay)

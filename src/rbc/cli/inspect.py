@@ -38,6 +38,21 @@ def inspect_command(
         con.print(f"  partition {p['name']}: rank {p['rank']}, {p['speeds']} independent speeds "
                   f"({', '.join(p['independent'])}), largest correction block "
                   f"{p['largest_block']}")
+    if s["supports"]:
+        con.print("  supports: " + ", ".join(f"{x['name']} ({x['kind']} on {x['body']}, "
+                                             f"μ {x['friction']:g})" for x in s["supports"]))
+    if s["modes"]:
+        t = Table(title="support modes", title_justify="left")
+        for col in ("mode", "closure rank", "independent speeds", "actuated", "modules",
+                    "largest block"):
+            t.add_column(col)
+        for m in s["modes"]:
+            t.add_row(m["name"], str(m["closure_rank"]), str(m["speeds"]),
+                      f"{m['actuation_rank']}/{m['speeds']}", str(m["modules"]),
+                      str(m["largest_block"]))
+        con.print(t)
+        for note in s["mode_notes"]:
+            con.print(f"  [dim]note: {note}[/dim]")
     if s["actuators"]:
         con.print("  actuators: " + ", ".join(f"{a['name']}→{a['joint']}" for a in s["actuators"]))
     if s["chords"]:

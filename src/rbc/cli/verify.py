@@ -22,6 +22,9 @@ def verify_command(
     seed: Annotated[int, typer.Option(help="Sampling seed.")] = 20260927,
     partition: Annotated[str | None, typer.Option(
         "--partition", help="Stored partition to check (default: `default`).")] = None,
+    mode: Annotated[str | None, typer.Option(
+        "--mode", help="Check a stored support mode instead (NAME, or `all`: every stored "
+        "mode; the sample counts are then totals spread over the modes).")] = None,
     dynamics: Annotated[bool, typer.Option(
         "--dynamics", help="Also check the reduced dynamics against the 50-digit KKT, "
         "Pinocchio and Newton–Euler references (docs/dynamics.md).")] = False,
@@ -36,10 +39,13 @@ def verify_command(
     """Check closure, closure Jacobian, lift, curvature and rank against FD references."""
     from rbc.model.compiled import CompiledModel
     from rbc.model.solve import get_partition
-    from rbc.verify.checks import report
     from rbc.verify.kinematics import run_kinematic_checks, work_units
 
     model = CompiledModel.from_bundle(bundle)
+    if mode is not None:
+        _verify_modes(bundle, model, mode, samples, seed, dynamics_samples if dynamics else None,
+                      json_file, partition, mjcf, pinocchio)
+        return
     part = get_partition(model, partition)
     with progress_bar() as bar:
         task = bar.add_task(f"verifying {model.record.name} ({part.name})",
@@ -56,17 +62,47 @@ def verify_command(
             from rbc.verify.export_readback import readback_checks
 
             checks += readback_checks(bundle, mjcf, pinocchio)
+    _finish(bundle, checks, json_file, f"partition {part.name}, {samples} samples, seed {seed}")
+
+
+def _verify_modes(bundle: Path, model, mode: str, samples: int, seed: int,
+                  dynamics_samples: int | None, json_file: Path | None,
+                  partition: str | None, mjcf: Path | None, pinocchio: Path | None) -> None:
+    from rbc.errors import UsageError
+    from rbc.verify.modes import run_mode_checks, select_modes, work_units
+
+    if partition is not None or mjcf is not None or pinocchio is not None:
+        raise UsageError("--mode checks the stored support modes; it cannot be combined with "
+                         "--partition, --mjcf or --pinocchio")
+    names = select_modes(model, mode)
+    with progress_bar() as bar:
+        task = bar.add_task(f"verifying {model.record.name} ({len(names)} modes)",
+                            total=work_units(model, names, samples, dynamics_samples))
+        checks = run_mode_checks(model, names, samples=samples,
+                                 dynamics_samples=dynamics_samples, seed=seed,
+                                 progress=lambda n: bar.advance(task, n))
+    _finish(bundle, checks, json_file,
+            f"{len(names)} modes, {samples} samples in all, seed {seed}")
+
+
+def _finish(bundle: Path, checks: list, json_file: Path | None, what: str) -> None:
+    """Write the JSON report, print the table and exit 1 when a check failed."""
+    from rbc.verify.checks import report
+
     doc = report(str(bundle), checks)
     if json_file is not None:
         json_file.write_text(json.dumps(doc, indent=2) + "\n")
-    t = Table(title=f"rbc verify {bundle} (partition {part.name}, {samples} samples, "
-              f"seed {seed})", title_justify="left")
-    for col, just in (("check", "left"), ("value", "right"), ("limit", "right"),
-                      ("unit", "left"), ("", "left"), ("detail", "left")):
+    t = Table(title=f"rbc verify {bundle} ({what})", title_justify="left")
+    modes = any(c.mode is not None for c in checks)
+    cols = ((("mode", "left"),) if modes else ()) + (
+        ("check", "left"), ("value", "right"), ("limit", "right"), ("unit", "left"),
+        ("", "left"), ("detail", "left"))
+    for col, just in cols:
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for c in checks:
-        t.add_row(c.name, f"{c.value:.3g}", ("≥ " if c.lower_bound else "≤ ") + f"{c.limit:g}",
-                  c.unit, "[green]pass[/green]" if c.passed else "[red]FAIL[/red]", c.detail)
+        row = (f"{c.value:.3g}", ("≥ " if c.lower_bound else "≤ ") + f"{c.limit:g}", c.unit,
+               "[green]pass[/green]" if c.passed else "[red]FAIL[/red]", c.detail)
+        t.add_row(*(((c.mode,) if modes else ()) + (c.name,) + row))
     Console(width=200).print(t)
     if not doc["passed"]:
         raise typer.Exit(1)

@@ -277,14 +277,49 @@ class JointEffort:
 Force = SpringForce | JointEffort
 
 
+SUPPORT_KINDS: tuple[str, ...] = ("point", "surface")
+#: Rows a support removes when active (docs/supports.md): a point fixes the position of its
+#: origin (3), a surface the whole pose of its frame (6).
+SUPPORT_ROWS: dict[str, int] = {"point": 3, "surface": 6}
+#: Default Coulomb friction coefficient μ of a support (MuJoCo's default sliding friction).
+DEFAULT_FRICTION = 1.0
+
+
 @dataclass(frozen=True)
 class Support:
-    """A named contact frame (sole, palm) on ``body``; ``half_extents`` of its patch [m]."""
+    """A named contact frame (foot, sole, palm) on ``body`` (DESIGN.md §10).
+
+    Attributes:
+        name: unique support name.
+        body: the body carrying the frame.
+        pose: ``T_body_support``: the contact frame in body coordinates.
+        kind: ``point`` (the frame's origin is held: 3 rows; a foot) or ``surface`` (the
+            whole frame is held: 6 rows; a sole).
+        half_extents: ``(x, y)`` half sizes [m] of a surface's contact rectangle in the
+            frame's xy plane (centre-of-pressure limits); ``()`` for a point.
+        friction: Coulomb coefficient μ ≥ 0 (tangential/normal force ratio at sliding).
+        normal: unit contact normal in the support frame (default +z), pointing from the
+            ground into the body.
+        radius: radius [m] of a point support's contact sphere, centred on the frame origin
+            (0: a bare point; plants use a small sphere, docs/supports.md).
+        solref: optional MuJoCo contact ``solref`` ``(timeconst [s], dampratio)`` for the
+            exported plant; ``()``: the exporter's default.
+    """
 
     name: str
     body: str
     pose: Pose = Pose()
     half_extents: tuple[float, ...] = ()
+    kind: str = "point"
+    friction: float = DEFAULT_FRICTION
+    normal: Vec3 = (0.0, 0.0, 1.0)
+    radius: float = 0.0
+    solref: tuple[float, ...] = ()
+
+    @property
+    def rows(self) -> int:
+        """Closure rows of this support when active (3 for a point, 6 for a surface)."""
+        return SUPPORT_ROWS[self.kind]
 
 
 @dataclass(frozen=True)

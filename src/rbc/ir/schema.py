@@ -35,9 +35,11 @@ import yaml
 from rbc.errors import RecordError
 from rbc.ir.record import (
     COUPLING_TYPES,
+    DEFAULT_FRICTION,
     FORCE_TYPES,
     JOINT_TYPES,
     SCHEMA_VERSION,
+    SUPPORT_KINDS,
     TASK_KINDS,
     TRANSMISSION_TYPES,
     Actuator,
@@ -709,10 +711,31 @@ def _placed(
     return r, name, body, _pose(r, dict(bodies[body].frames), body)
 
 
+SUPPORT_KEYS = ("kind", "half_extents", "friction", "normal", "radius", "solref")
+
+
 def _support(ctx: _Ctx, path: str, value: Any, bodies: Mapping[str, Body]) -> Support:
-    r, name, body, pose = _placed(ctx, path, value, bodies, ("half_extents",))
-    half = r.get("half_extents", _vector(2, _nonneg), ())
-    return Support(name, body, pose, half)
+    """A support: ``kind`` defaults to ``surface`` when ``half_extents`` is given, else
+    ``point``; a surface needs positive ``half_extents``, a point takes ``radius`` instead."""
+    r, name, body, pose = _placed(ctx, path, value, bodies, SUPPORT_KEYS)
+    kind = r.get("kind", _choice(SUPPORT_KINDS), "surface" if r.has("half_extents") else "point")
+    if kind == "surface":
+        if not r.has("half_extents"):
+            raise ctx.error(r.at("half_extents"), "a surface support needs 'half_extents'",
+                            expected="[x, y] half sizes of the contact rectangle [m], each > 0")
+        if r.has("radius"):
+            raise ctx.error(r.at("radius"), "'radius' is for point supports",
+                            expected="half_extents for a surface, radius for a point")
+        half = r.get("half_extents", _vector(2, _positive))
+    else:
+        if r.has("half_extents"):
+            raise ctx.error(r.at("half_extents"), "a point support has no contact rectangle",
+                            expected="kind: surface with half_extents, or a point without them")
+        half = ()
+    solref = r.get("solref", _vector(2, _positive), ())
+    return Support(name, body, pose, half, kind, r.get("friction", _nonneg, DEFAULT_FRICTION),
+                   r.get("normal", _unit, (0.0, 0.0, 1.0)), r.get("radius", _nonneg, 0.0),
+                   solref)
 
 
 def _task(ctx: _Ctx, path: str, value: Any, bodies: Mapping[str, Body]) -> Task:
@@ -1056,6 +1079,7 @@ def _unit_vectors(record: Record) -> list[tuple[str, Sequence[float]]]:
         out += [
             (f"{section}[{i}].quat", x.pose.quat) for i, x in enumerate(getattr(record, section))
         ]
+    out += [(f"supports[{i}].normal", s.normal) for i, s in enumerate(record.supports)]
     return out
 
 

@@ -5,7 +5,11 @@ Keys (documented in docs/cli.md): ``name``, ``bodies``, ``joints``, ``components
 lca}``), ``modules`` (list of ``{chords, couplings, size, variables}`` — ``size`` is the
 number of residual rows), ``nq``, ``nv``, ``nq_tree``, ``nv_tree``, ``actuators``,
 ``partitions`` (list of ``{name, rank, independent (joint names), speeds,
-largest_block}``), ``provenance``.
+largest_block}``), ``modes`` (list of ``{name, supports, closure_rank (on the tree speeds),
+rank (of the mode's closure Jacobian), speeds, independent, actuation_rank, modules,
+largest_block}``; empty
+without support modes), ``mode_notes`` (support sets left out by ``--modes all`` and why),
+``supports`` (list of ``{name, body, kind, friction}``), ``provenance``.
 """
 
 from __future__ import annotations
@@ -55,6 +59,20 @@ def summarize(path: str | Path) -> dict:
                                "independent": strings(grp["joints"]),
                                "speeds": int(grp["independent"].shape[0]),
                                "largest_block": max(block, default=0)})
+        modes = [{"name": name, "supports": strings(grp["supports"]),
+                  "closure_rank": int(grp.attrs["tree_rank"]), "rank": int(grp.attrs["rank"]),
+                  "speeds": int(grp["independent"].shape[0]),
+                  "independent": strings(grp["joints"]),
+                  "actuation_rank": int(grp.attrs["actuation_rank"]),
+                  "modules": int(grp.attrs["modules"]),
+                  "largest_block": int(grp.attrs["largest_block"])}
+                 for name, grp in h5.get("modes", {}).items() if hasattr(grp, "keys")]
+        notes = strings(h5["modes/notes"]) if "modes/notes" in h5 else []
+        sup = h5.get("interfaces/supports")
+        supports = [] if sup is None else [
+            {"name": n, "body": bodies[int(b)], "kind": k, "friction": float(mu)}
+            for n, k, b, mu in zip(strings(sup["name"]), strings(sup["kind"]), sup["body"][()],
+                                   sup["friction"][()], strict=True)]
         actuators = strings(h5["interfaces/actuators/name"])
         act_edges = h5["interfaces/actuators/edge"][()].tolist()
         return {
@@ -84,6 +102,9 @@ def summarize(path: str | Path) -> dict:
             "actuators": [{"name": a, "joint": edge_name[k]}
                           for a, k in zip(actuators, act_edges, strict=True)],
             "partitions": partitions,
+            "modes": sorted(modes, key=lambda m: (len(m["supports"]), m["name"])),
+            "mode_notes": notes,
+            "supports": supports,
             "provenance": {k: str(meta[k]) for k in (
                 "record_source", "record_sha256", "rbc_version", "numpy_version",
                 "pinocchio_version", "mujoco_version")},

@@ -91,19 +91,22 @@ class AugmentedTree:
         """Add a branch per chord to a copy of the tree model."""
         pm = pin.Model(tree.model)
         q_perm, v_perm = list(tree.q_perm), list(tree.v_perm)
-        joints = {j.name: j for j in kin.record.joints}
         tree_f, chord_f, body_f = [], [], []
+
+        def frame_id(v: int) -> int:  # the world is Pinocchio's frame 0 (universe)
+            return 0 if v == kin.n_bodies else int(tree.body_frame[v])
+
         for e in kin.chord_edges:
-            joint = joints[kin.edge_names[e]]
+            joint = kin.edge_joints[e]
             b, c = int(kin.parent[e]), int(kin.child[e])
-            fb = pm.frames[int(tree.body_frame[b])]
-            fc = pm.frames[int(tree.body_frame[c])]
+            fb = pm.frames[frame_id(b)]
+            fc = pm.frames[frame_id(c)]
             A_R0, B_R0 = pinocchio_placements(joint)
             kind = kin.kinds[e]
             B = sp.se3_from_pose(joint.child_frame)
             tree_f.append(pm.addFrame(pin.Frame(f"{joint.name}.tree", fc.parentJoint,
                                                 fc.placement * B, pin.FrameType.OP_FRAME)))
-            body_f.append(int(tree.body_frame[b]))
+            body_f.append(frame_id(b))
             if kind.nv:
                 jid = pm.addJoint(fb.parentJoint, kind.pinocchio_model(), fb.placement * A_R0,
                                   f"{joint.name}.branch")

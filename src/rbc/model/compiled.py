@@ -87,6 +87,40 @@ class Partition:
 
 
 @dataclass(frozen=True, eq=False)
+class ModeInfo:
+    """A compiled support mode as stored in the bundle (``/modes/<name>``; DESIGN.md §10).
+
+    The mode's model is the base model plus one chord to the world per active support
+    (:func:`rbc.model.modes.mode_model`); the partition's indices refer to that model's
+    coordinates.
+
+    Attributes:
+        name: mode name (``free`` or the ``+``-joined support names, or a requested name).
+        supports: names of the active supports, in record order.
+        partition: the mode's partition at its reference configuration.
+        anchors: (k, 7) the reference anchors ``[x y z qw qx qy qz]``: world poses of the
+            support frames at the reference configuration.
+        tree_rank: closure rank on the tree speeds, ``nv_tree − n_u``.
+        actuation_rank: rank of the actuator map ``L = J_ℓ E`` at the reference
+            configuration (n_u when every independent speed is driven).
+        root_inputs: whether the mode's modules keep floating roots as inputs (local
+            modules, one per leg); False when a root had to be dependent (one module).
+    """
+
+    name: str
+    supports: tuple[str, ...]
+    partition: Partition
+    anchors: np.ndarray
+    tree_rank: int
+    actuation_rank: int
+    root_inputs: bool
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "anchors", frozen_array(np.asarray(self.anchors,
+                                                                    dtype=float).reshape(-1, 7)))
+
+
+@dataclass(frozen=True, eq=False)
 class CompiledModel:
     """Immutable kinematic model of a compiled mechanism.
 
@@ -107,6 +141,11 @@ class CompiledModel:
         lower, upper: (nv,) limits of each velocity coordinate's configuration counterpart
             where one exists (1-to-1 coordinates of limited joints), ±inf elsewhere.
         partitions: stored partitions by name.
+        edge_joints: (E,) the joint of each edge (record joints; synthetic root joints; for
+            a mode model, the support joints of :mod:`rbc.model.modes`).
+        supports: for a mode model, the active supports, whose chords are the last
+            ``len(supports)`` chords in this order; () otherwise.
+        modes: the support modes stored in the bundle, by name (base model only).
     """
 
     record: Record
@@ -136,6 +175,9 @@ class CompiledModel:
     lower: np.ndarray
     upper: np.ndarray
     partitions: dict[str, Partition] = field(default_factory=dict)
+    edge_joints: tuple[Joint, ...] = ()
+    supports: tuple[str, ...] = ()
+    modes: dict[str, ModeInfo] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ sizes and slices
     @property
@@ -243,6 +285,57 @@ class CompiledModel:
         """``X_k = A_k·Q_k(q_k)·B_k⁻¹ = T_parent_child`` of edge k."""
         return self.A[k] * self.kinds[k].motion(q[self.q_slice(k)]) * self.B[k].inverse()
 
+    def with_chords(self, joints: tuple[Joint, ...],
+                    paths: tuple[tuple[tuple[int, int], ...], ...],
+                    modules: tuple[ModuleInfo, ...], supports: tuple[str, ...] = ()
+                    ) -> CompiledModel:
+        """This model with extra cut joints appended after its chords (their coordinates
+        after all others), e.g. the support closures of a mode (:mod:`rbc.model.modes`).
+
+        Args:
+            joints: the new cut joints (parent/child: body names or ``"world"``).
+            paths: per new chord its factors ``((edge, sign), …)`` from parent to child.
+            modules: the modules of the result (all chords, old and new).
+            supports: the supports the new chords close (see :attr:`supports`).
+
+        Returns:
+            A new model without stored partitions or modes.
+        """
+        from rbc.ir.record import JOINT_COORDINATES
+
+        bodies = self.record.body_index()
+        names = {j.name for j in self.record.joints}
+        kept = tuple(j for j in self.edge_joints if j.name not in names
+                     and not j.name.endswith(".root"))
+        E = len(self.kinds)
+        q_off, v_off = list(self.q_offset), list(self.v_offset)
+        nq, nv = self.nq, self.nv
+        for j in joints:
+            q_off.append(nq)
+            v_off.append(nv)
+            nq += JOINT_COORDINATES[j.type][0]
+            nv += JOINT_COORDINATES[j.type][1]
+        vertex = [self.n_bodies if n == "world" else bodies[n] for j in joints
+                  for n in (j.parent, j.child)]
+        return _build(
+            record=self.record,
+            edge_names=(*self.edge_names, *(j.name for j in joints)),
+            edge_types=(*self.edge_types, *(j.type for j in joints)),
+            parent=np.concatenate([self.parent, np.array(vertex[0::2], dtype=np.int64)]),
+            child=np.concatenate([self.child, np.array(vertex[1::2], dtype=np.int64)]),
+            tree_edges=self.tree_edges,
+            chord_edges=(*self.chord_edges, *range(E, E + len(joints))),
+            sign=np.concatenate([self.sign, np.zeros(len(joints), dtype=np.int64)]),
+            parent_edge=self.parent_edge,
+            paths=(*self.paths, *paths),
+            modules=modules,
+            q_offset=np.array(q_off, dtype=np.int64),
+            v_offset=np.array(v_off, dtype=np.int64),
+            sizes=(nq, nv, self.nq_tree, self.nv_tree),
+            extra_joints=(*kept, *joints),
+            supports=(*self.supports, *supports),
+        )
+
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_ir(cls, mods: Modules) -> CompiledModel:
@@ -316,20 +409,29 @@ class CompiledModel:
                 v_offset=h5["coordinates/v_offset"][()],
                 sizes=(int(c["nq"]), int(c["nv"]), int(c["nq_tree"]), int(c["nv_tree"])),
             )
-            parts = {}
-            for name in h5.get("partitions", {}):
-                grp = h5["partitions"][name]
-                parts[name] = Partition(
-                    name=name,
-                    independent=grp["independent"][()],
-                    dependent=grp["dependent"][()],
-                    rows=grp["rows"][()],
-                    rank=int(grp.attrs["rank"]),
-                    length_scale=float(grp.attrs["length_scale"]),
-                    q_ref=grp["q_ref"][()],
-                    joints=tuple(strings(grp["joints"])),
-                )
-        return replace(model, partitions=parts)
+            parts = {name: read_partition(grp, name)
+                     for name, grp in h5.get("partitions", {}).items()}
+            modes = {name: ModeInfo(name, tuple(strings(grp["supports"])),
+                                    read_partition(grp, name), grp["anchors"][()],
+                                    int(grp.attrs["tree_rank"]), int(grp.attrs["actuation_rank"]),
+                                    bool(grp.attrs["root_inputs"]))
+                     for name, grp in h5.get("modes", {}).items() if hasattr(grp, "keys")}
+        return replace(model, partitions=parts, modes=modes)
+
+
+def read_partition(grp, name: str) -> Partition:
+    """A :class:`Partition` from its bundle group (``/partitions/<name>`` or
+    ``/modes/<name>``; docs/bundle.md)."""
+    return Partition(
+        name=name,
+        independent=grp["independent"][()],
+        dependent=grp["dependent"][()],
+        rows=grp["rows"][()],
+        rank=int(grp.attrs["rank"]),
+        length_scale=float(grp.attrs["length_scale"]),
+        q_ref=grp["q_ref"][()],
+        joints=tuple(strings(grp["joints"])),
+    )
 
 
 def root_joint(name: str, etype: str) -> Joint:
@@ -338,8 +440,10 @@ def root_joint(name: str, etype: str) -> Joint:
 
 
 def _build(*, record: Record, edge_names, edge_types, parent, child, tree_edges, chord_edges,
-           sign, parent_edge, paths, modules, q_offset, v_offset, sizes) -> CompiledModel:
-    joints = {j.name: j for j in record.joints}
+           sign, parent_edge, paths, modules, q_offset, v_offset, sizes,
+           extra_joints: tuple[Joint, ...] = (), supports: tuple[str, ...] = ()
+           ) -> CompiledModel:
+    joints = {j.name: j for j in (*record.joints, *extra_joints)}
     rec_joints = [joints.get(n) or root_joint(n, t)
                   for n, t in zip(edge_names, edge_types, strict=True)]
     kinds = tuple(joint_kind(j) for j in rec_joints)
@@ -385,4 +489,6 @@ def _build(*, record: Record, edge_names, edge_types, parent, child, tree_edges,
         coupling_offset=frozen_array(np.array([c.offset for c in record.couplings], dtype=float)),
         lower=frozen_array(lower),
         upper=frozen_array(upper),
+        edge_joints=tuple(rec_joints),
+        supports=tuple(supports),
     )

@@ -136,18 +136,21 @@ def select_rows(Cs: np.ndarray) -> tuple[np.ndarray, int]:
     return np.sort(piv[:r]).astype(np.int64), r
 
 
-def select_dependent(Cs: np.ndarray, r: int, preferred: Collection[int]) -> np.ndarray:
-    """r dependent columns of ``C_s`` (selected rows): passive columns first.
+def select_dependent(Cs: np.ndarray, r: int, preferred: Collection[int],
+                     last: Collection[int] = ()) -> np.ndarray:
+    """r dependent columns of ``C_s`` (selected rows): passive columns first, then the
+    ``preferred`` ones, then those in ``last`` (e.g. a floating root in a support mode).
 
     Raises:
         CompileError: the columns do not reach rank r (cannot happen for r = rank(C_s)).
     """
     n = Cs.shape[1]
-    passive = np.array([j for j in range(n) if j not in preferred], dtype=np.int64)
-    pref = np.array(sorted(preferred), dtype=np.int64)
+    passive = np.array([j for j in range(n) if j not in preferred and j not in last],
+                       dtype=np.int64)
+    pref = np.array(sorted(set(preferred) - set(last)), dtype=np.int64)
     chosen: list[int] = []
     Q = np.zeros((Cs.shape[0], 0))
-    for pool in (passive, pref):
+    for pool in (passive, pref, np.array(sorted(last), dtype=np.int64)):
         need = r - len(chosen)
         if need <= 0 or pool.size == 0:
             continue
@@ -180,6 +183,17 @@ def preferred_independent(model: CompiledModel) -> set[int]:
     return joint_columns(model, names)
 
 
+def closure_rank(model: CompiledModel, q: np.ndarray, length: float | None = None) -> int:
+    """Rank of the scaled closure Jacobian at q, module by module (the rank decision of
+    :func:`partition_at` without choosing dependent columns)."""
+    sc = scales(model, length)
+    total = 0
+    for blk in model.blocks:
+        _, C, _ = local_jacobian(model, q, blk.chords, blk.couplings, blk.cols)
+        total += select_rows(sc.rows[blk.rows][:, None] * C * sc.cols[blk.cols][None, :])[1]
+    return total
+
+
 def partition_at(
     model: CompiledModel,
     q: np.ndarray,
@@ -188,6 +202,7 @@ def partition_at(
     independent_joints: Collection[str] | None = None,
     length: float | None = None,
     preferred: Collection[int] | None = None,
+    last: Collection[int] = (),
 ) -> Partition:
     """Rank analysis at configuration q, module by module.
 
@@ -204,6 +219,8 @@ def partition_at(
         length: length scale [m] (default :func:`characteristic_length`).
         preferred: v-columns to keep independent when the rank allows (default: actuated
             and requested joints; ``()`` picks the best-conditioned split).
+        last: v-columns made dependent only after the preferred ones (a support mode's
+            floating roots: the stance legs absorb the support rows when they can).
 
     Returns:
         The partition (``q_ref`` = q).
@@ -235,7 +252,8 @@ def partition_at(
     for blk, Cs, sel, r in analysed:
         rows += blk.rows[sel].tolist()
         if forced is None:
-            local = select_dependent(Cs[sel], r, {n for n, j in enumerate(blk.cols) if j in pref})
+            local = select_dependent(Cs[sel], r, {n for n, j in enumerate(blk.cols) if j in pref},
+                                     {n for n, j in enumerate(blk.cols) if j in last})
         else:
             local = np.array([n for n, j in enumerate(blk.cols) if j not in forced], dtype=int)
             block = Cs[sel][:, local]

@@ -19,6 +19,7 @@ import numpy as np
 import rbc
 from rbc.ir.bundle import BUNDLE_SCHEMA, BundleData
 from rbc.ir.record import Pose, Record, coordinate_names
+from rbc.model.modes import model_for
 from rbc.passes.base import check
 from rbc.passes.rank import Partitioned
 
@@ -68,6 +69,17 @@ def edge_geometry(record: Record, n_edges: int) -> dict[str, np.ndarray]:
         if j.lead is not None:
             lead[k] = j.lead
     return {"parent_frame": pf, "child_frame": cf, "axis": axis, "axes": axes, "lead": lead}
+
+
+def put_partition(out: BundleData, grp: str, p) -> None:
+    """The datasets and attributes of one partition (``/partitions/<name>``, and the
+    partition of a mode under ``/modes/<name>``; docs/bundle.md)."""
+    out.attr(grp, rank=p.rank, length_scale=p.length_scale)
+    out.put(f"{grp}/independent", p.independent)
+    out.put(f"{grp}/dependent", p.dependent)
+    out.put(f"{grp}/rows", p.rows)
+    out.put(f"{grp}/q_ref", p.q_ref)
+    out.put(f"{grp}/joints", list(p.joints))
 
 
 @dataclass(frozen=True)
@@ -155,13 +167,21 @@ class Codegen:
         out.put("/coordinates/v_name", v_names)
         out.attr("/partitions", count=len(parted.partitions))
         for p in parted.partitions:
-            grp = f"/partitions/{p.name}"
-            out.attr(grp, rank=p.rank, length_scale=p.length_scale)
-            out.put(f"{grp}/independent", p.independent)
-            out.put(f"{grp}/dependent", p.dependent)
-            out.put(f"{grp}/rows", p.rows)
-            out.put(f"{grp}/q_ref", p.q_ref)
-            out.put(f"{grp}/joints", list(p.joints))
+            put_partition(out, f"/partitions/{p.name}", p)
+        if parted.modes:
+            out.attr("/modes", count=len(parted.modes))
+            out.put("/modes/notes", list(parted.mode_notes))
+        for m in parted.modes:
+            grp = f"/modes/{m.name}"
+            put_partition(out, grp, m.partition)
+            mm = model_for(parted.model, m)
+            dep = set(m.partition.dependent.tolist())
+            out.attr(grp, tree_rank=m.tree_rank, actuation_rank=m.actuation_rank,
+                     root_inputs=m.root_inputs, nq=mm.nq, nv=mm.nv, modules=len(mm.modules),
+                     largest_block=max((sum(1 for j in b.cols if j in dep) for b in mm.blocks),
+                                       default=0))
+            out.put(f"{grp}/supports", list(m.supports))
+            out.put(f"{grp}/anchors", m.anchors)
 
         edges = rec.joint_index()
         bodies = rec.body_index()
@@ -183,6 +203,19 @@ class Codegen:
         out.put("/interfaces/tasks/frame",
                 np.array([_pose7(t.pose) for t in rec.tasks], dtype=float).reshape(-1, 7))
         out.put("/interfaces/couplings/name", [c.name for c in rec.couplings])
+        sup = rec.supports
+        out.put("/interfaces/supports/name", [x.name for x in sup])
+        out.put("/interfaces/supports/kind", [x.kind for x in sup])
+        out.put("/interfaces/supports/body",
+                np.array([bodies[x.body] for x in sup], dtype=np.int64))
+        out.put("/interfaces/supports/frame",
+                np.array([_pose7(x.pose) for x in sup], dtype=float).reshape(-1, 7))
+        out.put("/interfaces/supports/friction", np.array([x.friction for x in sup], dtype=float))
+        out.put("/interfaces/supports/normal",
+                np.array([x.normal for x in sup], dtype=float).reshape(-1, 3))
+        out.put("/interfaces/supports/half_extents", np.array(
+            [x.half_extents or (0.0, 0.0) for x in sup], dtype=float).reshape(-1, 2))
+        out.put("/interfaces/supports/radius", np.array([x.radius for x in sup], dtype=float))
         return out
 
     def verify(self, data: BundleData) -> None:

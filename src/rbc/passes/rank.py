@@ -4,13 +4,16 @@ Builds the kinematic model from the IR, acquires the first feasible configuratio
 record's initial guesses (:func:`rbc.model.closure.acquire`), and runs the rank analysis
 there: the ``default`` partition (actuated and requested joints preferred as independent)
 plus one partition per ``--partition NAME=j1,j2,…`` request, all at the same reference
-configuration. Post-conditions: every partition has ``|independent| = nv − rank`` and its
-reference configuration closes to the closure tolerance.
+configuration. With ``--modes all`` / ``--mode NAME=s1,…`` it also analyses the support modes
+(:mod:`rbc.model.modes`: each active support a closure to the world, anchored at the
+support's pose in the reference configuration). Post-conditions: every partition and mode
+has ``|independent| = nv − rank`` (of its own model) and its reference configuration closes
+to the closure tolerance.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import numpy as np
@@ -18,8 +21,9 @@ import numpy as np
 from rbc.errors import UsageError, did_you_mean
 from rbc.ir.modules import Modules
 from rbc.model.closure import CLOSURE_TOL, acquire
-from rbc.model.compiled import CompiledModel, Partition
+from rbc.model.compiled import CompiledModel, ModeInfo, Partition
 from rbc.model.kinematics import residual
+from rbc.model.modes import enumerate_modes, model_for
 from rbc.model.partition import partition_at
 from rbc.passes.base import check
 
@@ -32,6 +36,8 @@ class Partitioned:
     modules: Modules
     model: CompiledModel
     partitions: tuple[Partition, ...]
+    modes: tuple[ModeInfo, ...] = ()
+    mode_notes: tuple[str, ...] = ()
 
     def dump(self) -> str:
         """Human-readable listing (``--dump-after rank``)."""
@@ -39,6 +45,13 @@ class Partitioned:
         for p in self.partitions:
             lines.append(f"  {p.name}: rank {p.rank}, independent {list(p.joints)} "
                          f"({p.independent.size} speeds), length scale {p.length_scale:.4g} m")
+        if self.modes:
+            lines.append(f"modes: {len(self.modes)}")
+        for m in self.modes:
+            lines.append(f"  {m.name}: supports {list(m.supports)}, closure rank {m.tree_rank} "
+                         f"on the tree speeds, {m.partition.independent.size} independent "
+                         f"speeds, actuation rank {m.actuation_rank}")
+        lines += [f"  note: {n}" for n in self.mode_notes]
         return "\n".join(lines)
 
 
@@ -68,6 +81,8 @@ class RankAnalysis:
     name: ClassVar[str] = "rank"
     requests: tuple[tuple[str, tuple[str, ...]], ...] = ()
     length_scale: float | None = None
+    mode_requests: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    all_modes: bool = False
 
     def run(self, mods: Modules) -> Partitioned:
         model = CompiledModel.from_ir(mods)
@@ -77,7 +92,12 @@ class RankAnalysis:
         for name, joints in self.requests:
             parts.append(partition_at(model, q, name=name, independent_joints=joints,
                                       length=self.length_scale))
-        return Partitioned(mods, model, tuple(parts))
+        modes, notes = (), ()
+        if self.all_modes or self.mode_requests:
+            with_parts = replace(model, partitions={p.name: p for p in parts})
+            modes, notes = enumerate_modes(with_parts, self.length_scale, self.mode_requests,
+                                           self.all_modes)
+        return Partitioned(mods, model, tuple(parts), modes, notes)
 
     def _check_requests(self, model: CompiledModel) -> None:
         joints = [j.name for j in model.record.joints]
@@ -108,3 +128,11 @@ class RankAnalysis:
             rho = residual(model, p.q_ref)
             check(np.abs(rho).max(initial=0.0) <= CLOSURE_TOL, self.name,
                   f"{p.name}: the reference configuration closes")
+        for m in out.modes:
+            mm, p = model_for(model, m), m.partition
+            check(p.independent.size == mm.nv - p.rank, self.name,
+                  f"mode {m.name}: nv − rank independent speeds")
+            check(m.tree_rank == mm.nv_tree - p.independent.size, self.name,
+                  f"mode {m.name}: closure rank on the tree speeds")
+            check(np.abs(residual(mm, p.q_ref)).max(initial=0.0) <= CLOSURE_TOL, self.name,
+                  f"mode {m.name}: the reference configuration closes")

@@ -29,6 +29,7 @@ class Check:
         passed: whether the value respects the limit.
         detail: one line on what was compared and where the worst case was.
         lower_bound: the limit is a lower bound (value ≥ limit) instead of an upper bound.
+        mode: the support mode it was measured in (``rbc verify --mode``), or None.
     """
 
     name: str
@@ -38,12 +39,17 @@ class Check:
     passed: bool
     detail: str = ""
     lower_bound: bool = False
+    mode: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The DESIGN.md §8 record ``{name, value, limit, unit, passed, detail}``."""
+        """The DESIGN.md §8 record ``{name, value, limit, unit, passed, detail}`` (plus
+        ``mode`` for a check of a support mode)."""
         value = self.value if math.isfinite(self.value) else None
-        return {"name": self.name, "value": value, "limit": self.limit, "unit": self.unit,
-                "passed": self.passed, "detail": self.detail}
+        out = {"name": self.name, "value": value, "limit": self.limit, "unit": self.unit,
+               "passed": self.passed, "detail": self.detail}
+        if self.mode is not None:
+            out["mode"] = self.mode
+        return out
 
 
 def make_check(name: str, value: float, limit: float, unit: str, detail: str = "", *,

@@ -161,8 +161,9 @@ def evaluate(ctx: Context, state: State, res: Results) -> None:
         rates = port_rates_fd(ctx, state.q, state.u)
         gross = max(1.0, float(np.abs(state.f * rates).sum()))
         res.add("ports.virtual_power", abs(p_r - float(state.f @ rates)) / gross, state)
-    if not k.n_chords:
-        return  # linear couplings only: Ė u ≡ 0, nothing to omit
+    if not k.n_chords:  # no cut joints (linear couplings only): Ė u ≡ 0, nothing to omit
+        res.notes["curvature.omitted"] = "not applicable: no cut joints (Ė u ≡ 0)"
+        return
     bare = reduced_terms(dm, data, part, state.q, state.u, state.f, state.wrenches,
                          curvature_term=False)
     a_bare = tree_acceleration(bare, forward_dynamics(dm, bare))

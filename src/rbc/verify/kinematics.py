@@ -18,22 +18,27 @@ Every check compares an analytic quantity of :mod:`rbc.model` with a reference c
 
 Sampling: ``numpy.random.default_rng(seed)``; per sample one uniform draw per independent
 coordinate in partition order (within its limits shrunk by :data:`LIMIT_MARGIN`, or
-:data:`ANGLE_WINDOW` / :data:`LENGTH_WINDOW` around ``q_ref`` when unlimited). A draw the
-solve cannot reach (ClosureError) is redrawn; redraws are counted and reported.
+:data:`ANGLE_WINDOW` / :data:`LENGTH_WINDOW` around ``q_ref`` when unlimited). An independent
+free joint (a floating base, e.g. standing on its feet in a support mode) then gets one
+uniform draw per speed component — a tangent displacement δ within ±ANGLE_WINDOW (angular)
+or ±LENGTH_WINDOW·L (linear) — reached by :data:`TANGENT_STEPS` closed motion steps of
+δ/TANGENT_STEPS (:meth:`rbc.model.closure.ClosureState.step`); other coordinates without a
+scalar value (spherical joints) stay at their ``q_ref`` value. A draw the solve cannot
+reach (ClosureError) or that leaves the joint limits is redrawn; redraws are counted and
+reported. ``lift.fd`` moves coordinates without a scalar value by one closed motion step.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from rbc.errors import RbcError
-from rbc.model.closure import ClosureError
+from rbc.model.closure import ClosureError, ClosureState, within_limits
 from rbc.model.compiled import CompiledModel, Partition
 from rbc.model.kinematics import closure_jacobian, residual, sparsity_pattern
-from rbc.model.partition import curvature, lift, partition_at, scales
+from rbc.model.partition import closure_rank, curvature, lift, scales
 from rbc.model.solve import coordinate_value, prescribable, solve
 from rbc.verify.checks import DEFAULT_SEED, Check, make_check
 
@@ -47,6 +52,10 @@ LENGTH_WINDOW = 0.1
 LIMIT_MARGIN = 0.01
 #: Redraw budget per requested sample before sampling gives up.
 REDRAW_FACTOR = 10
+#: Closed motion steps that carry a tangent draw of the non-scalar independent coordinates
+#: (each a predictor–corrector step of ≤ ANGLE_WINDOW/8 ≈ 0.05 rad: well inside the
+#: corrector's quadratic convergence).
+TANGENT_STEPS = 8
 
 #: closure.residual limit [rad, m]: the acceptance target of the shipped records; the solve
 #: itself stops at CLOSURE_TOL = 1e-13, so this leaves a factor 10 for rows the solve did
@@ -122,20 +131,53 @@ def _box(model: CompiledModel, part: Partition) -> tuple[np.ndarray, np.ndarray,
     return idx, lo, hi
 
 
+def _tangent_window(model: CompiledModel, part: Partition) -> np.ndarray:
+    """(n_u,) half-width of the tangent draw of each independent speed: ANGLE_WINDOW or
+    LENGTH_WINDOW·L for a free joint's (a floating base), 0 for the others (scalar ones are
+    drawn by value; a spherical joint's stay at q_ref)."""
+    sc = scales(model, part.length_scale).cols
+    free = [model.kinds[int(model.v_edge[j])].type == "free" for j in part.independent]
+    return np.array([(ANGLE_WINDOW if sc[j] == 1.0 else LENGTH_WINDOW * sc[j]) if f else 0.0
+                     for j, f in zip(part.independent, free, strict=True)])
+
+
+def tangent_move(model: CompiledModel, part: Partition, q: np.ndarray, delta: np.ndarray,
+                 steps: int = TANGENT_STEPS) -> np.ndarray:
+    """The closed configuration reached from q by moving the independent coordinates by
+    the tangent displacement δ (n_u,) in ``steps`` closed motion steps.
+
+    Raises:
+        ClosureError: a step does not close, or the partition had to be changed on the way.
+    """
+    st = ClosureState(model, part, np.array(q, dtype=float))
+    for _ in range(steps):
+        st.step(np.asarray(delta, dtype=float) / steps, 1.0)
+        if st.partition is not part:
+            raise ClosureError("the partition became singular along the tangent move")
+    return st.q
+
+
 def sample_configurations(model: CompiledModel, part: Partition, n: int,
                           rng: np.random.Generator,
                           progress: Callable[[int], None] | None = None) -> Samples:
-    """n closed configurations with uniformly drawn independent coordinates.
+    """n closed configurations with uniformly drawn independent coordinates (module
+    docstring, "Sampling").
 
     Raises:
         ClosureError: more than ``REDRAW_FACTOR·n`` draws could not be reached.
     """
     idx, lo, hi = _box(model, part)
+    window = _tangent_window(model, part)
     qs, res, redraws = [], [], 0
     while len(qs) < n:
         u = rng.uniform(lo, hi)
         try:
             r = solve(model, part, dict(zip(idx.tolist(), u, strict=True)))
+            if window.any():
+                r = replace(r, q=tangent_move(model, part, r.q,
+                                              rng.uniform(-1.0, 1.0, window.size) * window))
+                if within_limits(model, r.q):
+                    raise ClosureError("the tangent draw leaves the joint limits")
         except ClosureError:
             redraws += 1
             if redraws > REDRAW_FACTOR * max(n, 1):
@@ -204,14 +246,17 @@ def check_lift(model: CompiledModel, part: Partition, qs: list[np.ndarray]) -> C
         Efd = np.full_like(E, np.nan)
         for col, j in enumerate(part.independent):
             j = int(j)
-            if not prescribable(model, j):
-                continue
-            x = coordinate_value(model, q, j)
 
-            def diff(h: float, j: int = j, x: float = x, q: np.ndarray = q) -> np.ndarray:
-                qp = solve(model, part, {j: x + h}, q).q
-                qm = solve(model, part, {j: x - h}, q).q
-                return model.difference(qm, qp) / (2 * h)
+            def moved(h: float, j: int = j, col: int = col, q: np.ndarray = q) -> np.ndarray:
+                """Closed configuration with independent coordinate j moved by h."""
+                if prescribable(model, j):
+                    return solve(model, part, {j: coordinate_value(model, q, j) + h}, q).q
+                e = np.zeros(part.independent.size)
+                e[col] = h
+                return tangent_move(model, part, q, e, steps=1)
+
+            def diff(h: float, moved=moved) -> np.ndarray:
+                return model.difference(moved(-h), moved(h)) / (2 * h)
 
             h = LIFT_STEP * sc[j]
             Efd[:, col] = (4 * diff(h / 2) - diff(h)) / 3  # Richardson: O(h⁴) truncation
@@ -307,12 +352,7 @@ def check_curvature(model: CompiledModel, part: Partition, qs: list[np.ndarray],
 
 def check_rank(model: CompiledModel, part: Partition, qs: list[np.ndarray]) -> Check:
     """``rank``: |rank(C(q)) − stored rank| over the samples (0 required)."""
-    ranks = []
-    for q in qs:
-        try:
-            ranks.append(partition_at(model, q, length=part.length_scale).rank)
-        except RbcError:
-            ranks.append(-1)
+    ranks = [closure_rank(model, q, part.length_scale) for q in qs]
     dev = max((abs(r - part.rank) for r in ranks), default=0)
     seen = sorted(set(ranks))
     return make_check("rank", dev, 0, "1", f"ranks seen {seen} at {len(qs)} samples; stored "

@@ -7,7 +7,9 @@ record joint (tree or cut alike) is a set of constraint rows between its two bod
 mass acceleration (world axes) [rad/s², m/s²]. Newton–Euler about the COM (Featherstone
 2008 §2.15): ``I_w ω̇ + ω × I_w ω = n``, ``m a = f``, ``I_w = R I Rᵀ``.
 
-**Joint rows.** Joint j = (b, c) with frames ``Jb = T_b A_j`` and ``Jc = T_c B_j`` (record
+**Joint rows.** Joint j = (b, c) — every record joint, and in a support mode every active
+support's closure to the world (a cut joint from the resting world, :mod:`rbc.model.modes`),
+whose rows carry the support reactions — with frames ``Jb = T_b A_j`` and ``Jc = T_c B_j`` (record
 attachment frames). With ``p`` the origin of Jc, ``r_i = p − c_i`` and the rigid velocity
 fields ``v_i(p) = v_ci + ω_i × r_i``, the relative twist of Jc w.r.t. body b written in
 Jc is ``V_rel = R̄ᵀ [ω_c − ω_b; v_c(p) − v_b(p)]`` (``R̄ = diag(R_Jc, R_Jc)``), and the joint
@@ -104,6 +106,8 @@ class NewtonEuler:
             w = np.array(V.angular)
             out.append(BodyState(np.array(T.rotation), c, w,
                                  np.array(V.linear) + np.cross(w, c - T.translation)))
+        z = np.zeros(3)
+        out.append(BodyState(np.eye(3), z, z, z))  # the world (vertex B), at rest
         return out
 
     def implied(self, q: np.ndarray, v: np.ndarray, a: np.ndarray) -> np.ndarray:
@@ -218,7 +222,7 @@ class NewtonEuler:
         G_rows, gam, joints = [], [], []
         rates: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # joint: (k_j, κ_j)
         row = 0
-        for j in rec.joints:
+        for j in _constraint_joints(k):
             e = k.edge(j.name)
             kind = k.kinds[e]
             b, c = int(k.parent[e]), int(k.child[e])
@@ -254,10 +258,10 @@ class NewtonEuler:
                                          np.zeros(0), np.zeros(0), 0.0))
                 continue
             kj = np.linalg.pinv(S) @ Dm  # (nv_j, 6nb): q̇_j = k_j ν
-            tau = efforts[j.name] - j.damping * qd - j.friction * np.sign(qd)
+            tau = efforts.get(j.name, 0.0) - j.damping * qd - j.friction * np.sign(qd)
             if j.spring.stiffness and kind.nv == 1:
                 tau = tau - j.spring.stiffness * (qj - j.spring.rest)
-            alpha = armature[j.name]
+            alpha = armature.get(j.name, 0.0)
             if j.name in acts:
                 act, ia = acts[j.name]
                 tau = tau - act.viscous * qd - act.coulomb * np.sign(qd)
@@ -318,6 +322,14 @@ def _min_norm_multipliers(G: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     if G.shape[0] == 0:
         return np.zeros(0)
     return np.linalg.lstsq(G.T, rhs, rcond=SVD_RTOL)[0]
+
+
+def _constraint_joints(k) -> list:
+    """The joints that constrain the bodies: the record's joints, then the support closures
+    of a mode model (cut joints to the world, :mod:`rbc.model.modes`)."""
+    n = len(k.record.joints)
+    return [*k.record.joints, *(k.edge_joints[e] for e in k.chord_edges if e >= n
+                                and not k.edge_names[e].endswith(".root"))]
 
 
 def _null_space_solve(M: np.ndarray, F: np.ndarray, G: np.ndarray, gamma: np.ndarray
