@@ -5,10 +5,10 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 DEMO    := records/stewart.yaml
 
-.PHONY: help install demo test test-fast lint clean
+.PHONY: help install demo test test-fast lint clean repro repro-quick
 
 help:  ## list targets
-	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z%-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -29,8 +29,17 @@ test: $(STAMP)  ## run the whole test suite (slow tests included)
 test-fast: $(STAMP)  ## run the tests not marked slow
 	$(BIN)/pytest -q -m "not slow"
 
+repro: $(STAMP)  ## every reproduction target -> artifacts/repro/index.md (docs/repro.md)
+	$(BIN)/rbc repro
+
+repro-quick: $(STAMP)  ## every target on its small case list (make test runs it too)
+	$(BIN)/rbc repro --quick
+
+repro-%: $(STAMP)  ## one target, e.g. make repro-table5-solvers (rbc repro --list)
+	$(BIN)/rbc repro $*
+
 lint: $(STAMP)  ## ruff
 	$(BIN)/ruff check src tests
 
 clean:  ## remove the virtual environment and generated artifacts
-	rm -rf $(VENV) artifacts/*.h5 artifacts/*.xml
+	rm -rf $(VENV) artifacts/*.h5 artifacts/*.xml artifacts/repro artifacts/repro-quick

@@ -40,6 +40,9 @@ def test_task_rng_depends_only_on_seed_and_index():
     assert np.array_equal(a, task_rng(5, 7).normal(size=4))
     assert not np.array_equal(a, task_rng(5, 6).normal(size=4))
     assert not np.array_equal(a, task_rng(6, 7).normal(size=4))
+    child = np.random.SeedSequence(5).spawn(8)[7]  # child 7 of the seed's sequence
+    assert np.array_equal(a, np.random.default_rng(child).normal(size=4))
+    task_rng(5, 10**9)  # O(1) in the index
 
 
 def test_synchronous_bag_keeps_order_and_reports_failures_with_inputs():

@@ -130,7 +130,9 @@ def task_rng(seed: int, index: int) -> np.random.Generator:
     The draws depend only on ``(seed, index)``: not on how many tasks the bag has, nor on
     the process or machine that runs the task.
     """
-    return np.random.default_rng(np.random.SeedSequence(seed).spawn(index + 1)[index])
+    # the child's spawn key directly: equal to SeedSequence(seed).spawn(index + 1)[index],
+    # without creating the index earlier children
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index,)))
 
 
 def default_workers() -> int:

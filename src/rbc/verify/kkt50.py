@@ -54,6 +54,12 @@ retained right singular vectors (Householder reflections, Golub & Van Loan §5.2
 **State.** The velocity is not taken from our lift either: ``v* = Z_f (Z_f[ind])⁻¹ u`` with
 ``Z_f = [Z; K Z]`` the reference's own null space over all coordinates (``ind``: the
 partition's independent v-indices), then the double-precision terms are evaluated at v*.
+
+**Pieces.** :func:`problem` assembles the double-precision data (rows, drift, terms,
+efforts, v*), :func:`accelerations` solves it in 50 digits (:func:`solve` is the two);
+for the reference-sensitivity study (docs/repro.md) :func:`accelerations` also takes
+another basis of the rows (a subset, a recombination), and :func:`accelerations_double`
+is the same solve in float64.
 """
 
 from __future__ import annotations
@@ -325,10 +331,32 @@ class KKTSolution:
     velocity_residual: float
 
 
-def solve(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, u: np.ndarray,
-          independent: np.ndarray, f: np.ndarray | None = None,
-          wrenches: tuple[Wrench, ...] = ()) -> KKTSolution:
-    """Reference forward dynamics at (q, u) with port efforts f and external wrenches.
+@dataclass(frozen=True, eq=False)
+class KKTProblem:
+    """The reference's double-precision data at one state: everything the solve starts
+    from (module docstring), at the reference's own speeds v*.
+
+    Attributes:
+        rows: the cut-joint rows at q; J: (m, nv_T) physical and coupling rows;
+        gamma: (m,) their drift (``J a_T = −γ``); ns: the 50-digit null space of J;
+        M: (nv_T, nv_T) ``M_T``; h: (nv_T,) ``h_T``; tau: (nv,) every effort (gravity,
+        passive, wrenches, ports) over all coordinates; v: (nv,) v*.
+    """
+
+    rows: CutRows
+    J: np.ndarray
+    gamma: np.ndarray
+    ns: NullSpace
+    M: np.ndarray
+    h: np.ndarray
+    tau: np.ndarray
+    v: np.ndarray
+
+
+def problem(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, u: np.ndarray,
+            independent: np.ndarray, f: np.ndarray | None = None,
+            wrenches: tuple[Wrench, ...] = ()) -> KKTProblem:
+    """The reference's data at (q, u) with port efforts f and external wrenches.
 
     Args:
         q: (nq,) closed configuration; u: (n_u,) independent speeds of the v-indices
@@ -371,8 +399,38 @@ def solve(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, u: np.ndarray,
         tau[ports(k).columns] += np.asarray(f, dtype=float)
     gamma, rate = cut_drift(dm, data, q, v)
     gamma = np.concatenate([gamma, coupling_rows(dm, rows, rate)[1]])
+    return KKTProblem(rows, J, gamma, ns, tt.M, tt.h, tau, v)
+
+
+def _combined(p: KKTProblem, basis: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(B J, B γ)`` for a row basis B (k, m); ``(J, γ)`` when None."""
+    if basis is None:
+        return p.J, p.gamma
+    B = np.asarray(basis, dtype=float)
+    return B @ p.J, B @ p.gamma
+
+
+def accelerations(p: KKTProblem, basis: np.ndarray | None = None) -> np.ndarray:
+    """Tree accelerations a* (nv_T,) solved in 50 digits (module docstring).
+
+    Args:
+        basis: (k, m) the constraint written as ``B J a_T = −B γ`` instead of
+            ``J a_T = −γ`` (default: as assembled): a row subset (rows of the identity) or
+            a recombination of the rows, with its own 50-digit null space — the
+            reference-sensitivity study of docs/repro.md.
+
+    Raises:
+        ReferenceMismatch: a basis that changes the mobility.
+    """
+    J, gamma = _combined(p, basis)
+    ns = p.ns if basis is None else null_space(J)
+    if ns.Z.cols != p.ns.Z.cols:
+        raise ReferenceMismatch(f"the row basis leaves {ns.Z.cols} degrees of freedom, the "
+                                f"assembled rows {p.ns.Z.cols}")
+    nt = p.M.shape[0]
+    cut = p.rows.cut_cols
     with mpmath.workdps(DPS):
-        M = _mp(tt.M)
+        M = _mp(p.M)
         a_p = mpmath.matrix(nt, 1)
         if ns.rank:
             y = ns.U.T * _mp(gamma)
@@ -380,11 +438,42 @@ def solve(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, u: np.ndarray,
                 y[i] = -y[i] / ns.s[i]
             a_p = ns.V * y
         Z = ns.Z
-        rhs = Z.T * (_mp(tau[:nt] - tt.h) - M * a_p)
-        if rows.cut_cols.size:
-            rhs += KZ.T * _mp(tau[rows.cut_cols])
+        rhs = Z.T * (_mp(p.tau[:nt] - p.h) - M * a_p)
+        if cut.size:
+            rhs += (_mp(p.rows.K) * Z).T * _mp(p.tau[cut])
         a = a_p
         if Z.cols:
             a = a_p + Z * mpmath.lu_solve(Z.T * M * Z, rhs)
-        a_star = _np(a).ravel()
-    return KKTSolution(a_star, v, ns.rank, float(np.abs(J @ v[:nt]).max(initial=0.0)))
+        return _np(a).ravel()
+
+
+def accelerations_double(p: KKTProblem, basis: np.ndarray | None = None) -> np.ndarray:
+    """The same null-space solve in float64 (LAPACK SVD of J, ``σ > SVD_RTOL·σ₁``): the
+    double-precision twin of :func:`accelerations` (same ``basis``), for the
+    reference-sensitivity study (how much of a measured δ a double-precision reference
+    would itself contribute)."""
+    J, gamma = _combined(p, basis)
+    nt = p.M.shape[0]
+    if J.shape[0]:
+        U, s, Vt = np.linalg.svd(J)
+        r = int(np.sum(s > SVD_RTOL * s[0])) if s.size and s[0] > 0 else 0
+    else:
+        U, s, Vt, r = np.zeros((0, 0)), np.zeros(0), np.eye(nt), 0
+    a_p = -Vt[:r].T @ ((U[:, :r].T @ gamma) / s[:r])
+    Z = Vt[r:].T
+    rhs = Z.T @ (p.tau[:nt] - p.h - p.M @ a_p)
+    cut = p.rows.cut_cols
+    if cut.size:
+        rhs += (p.rows.K @ Z).T @ p.tau[cut]
+    return a_p + Z @ np.linalg.solve(Z.T @ p.M @ Z, rhs) if Z.shape[1] else a_p
+
+
+def solve(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, u: np.ndarray,
+          independent: np.ndarray, f: np.ndarray | None = None,
+          wrenches: tuple[Wrench, ...] = ()) -> KKTSolution:
+    """Reference forward dynamics at (q, u): :func:`problem` (same arguments, same
+    errors) solved by :func:`accelerations`."""
+    p = problem(dm, data, q, u, independent, f, wrenches)
+    nt = dm.kin.nv_tree
+    return KKTSolution(accelerations(p), p.v, p.ns.rank,
+                       float(np.abs(p.J @ p.v[:nt]).max(initial=0.0)))

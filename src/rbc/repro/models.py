@@ -1,0 +1,110 @@
+"""The shipped records and reference motions the targets start from, compiled once per
+process (the main process and every Dask worker keep their own cache).
+
+Records are read from the source checkout's ``records/`` (the harness runs from a clone:
+``make repro``); bundles go to a private temporary directory removed at exit. Task inputs
+therefore carry record *names*, never paths or compiled objects: a worker on another
+machine compiles the same record itself.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import shutil
+import tempfile
+from pathlib import Path
+
+from rbc.errors import RbcError
+
+#: The source checkout (``src/rbc/repro/models.py`` → the repository root).
+REPO = Path(__file__).resolve().parents[3]
+RECORDS = REPO / "records"
+REFERENCES = RECORDS / "references"
+
+
+def record_path(name: str) -> Path:
+    """``records/<name>.yaml`` of the source checkout.
+
+    Raises:
+        RbcError: not found (the harness needs a source checkout, not an installed wheel).
+    """
+    path = RECORDS / f"{name}.yaml"
+    if not path.is_file():
+        raise RbcError(f"{path}: no such shipped record; the reproduction targets run from a "
+                       "source checkout (make repro)")
+    return path
+
+
+@functools.cache
+def _scratch() -> Path:
+    d = Path(tempfile.mkdtemp(prefix="rbc-repro-"))
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
+@functools.cache
+def bundle(name: str) -> Path:
+    """The bundle of ``records/<name>.yaml``, compiled with the default options on first use
+    in this process."""
+    from rbc.compiler import compile_to_file
+
+    out = _scratch() / f"{name}.h5"
+    compile_to_file(record_path(name), out)
+    return out
+
+
+@functools.cache
+def compiled(name: str):
+    """The :class:`~rbc.model.compiled.CompiledModel` of ``records/<name>.yaml``."""
+    from rbc.model.compiled import CompiledModel
+
+    return CompiledModel.from_bundle(bundle(name))
+
+
+@functools.cache
+def dynamics(name: str):
+    """``(kin, part, DynamicsModel, DynamicsData)`` of ``records/<name>.yaml`` (default
+    partition); one per process, so tasks of a bag share the Pinocchio models."""
+    from rbc.model.dynamics import DynamicsData, DynamicsModel
+
+    kin = compiled(name)
+    dm = DynamicsModel.build(kin)
+    return kin, kin.partitions["default"], dm, DynamicsData.of(dm)
+
+
+#: The shipped reference motion of each record that has one (records/references/).
+REFERENCE_FILES = {"stewart": "stewart.csv", "excavator": "excavator.yaml",
+                   "cassie": "cassie_legs.yaml"}
+
+
+def reference_file(name: str) -> Path:
+    """The reference motion of record ``name`` (records/references/)."""
+    return REFERENCES / REFERENCE_FILES[name]
+
+
+def reference_states(name: str, n: int) -> list:
+    """``n`` states along the shipped reference motion of record ``name``: the reference
+    lifted onto the closure manifold (:func:`rbc.sim.reference.lift_reference`) at the
+    interior times ``t_i = i·T/(n + 1)``, i = 1…n (T: the last knot), with the reference's
+    independent speeds u and the port efforts that produce its accelerations on the
+    nominal model (the feedforward, :func:`rbc.model.dynamics.actuator_efforts`); no
+    external wrench.
+
+    Returns:
+        ``[rbc.verify.states.State("A", i, q, u, f, ())]``.
+    """
+    from rbc.model.dynamics import actuator_efforts, reduced_terms
+    from rbc.sim.reference import lift_reference, load_knots, spline_reference
+    from rbc.verify.states import State
+
+    kin, part, dm, dd = dynamics(name)
+    splined = spline_reference(kin, part, load_knots(reference_file(name)))
+    T = splined.duration
+    lifted = lift_reference(dm, part, splined, T, T / (n + 1))
+    out = []
+    for i in range(1, n + 1):
+        q, u, udot = lifted.q[i], lifted.u[i], lifted.udot[i]
+        f = actuator_efforts(dm, reduced_terms(dm, dd, part, q, u), udot)
+        out.append(State("A", i - 1, q.copy(), u.copy(), f, ()))
+    return out
