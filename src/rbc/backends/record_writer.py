@@ -24,6 +24,7 @@ import yaml
 from rbc.errors import RbcError, did_you_mean
 from rbc.ir import spatial
 from rbc.ir.atomic import atomic_write_text
+from rbc.ir.schema import inertia_problem
 
 
 class ModelImportError(RbcError):
@@ -241,35 +242,13 @@ def numbers(file: str | Path, el, attr: str, n: int | None = None,
 # ------------------------------------------------------------------------------ inertia
 
 
-def inertia_problem(mass: float, tensor: np.ndarray) -> str | None:
-    """Why the record parser would reject these mass properties, or None if it accepts them.
-
-    Mirrors the parser's checks (docs/records.md, "Physical checks"): mass ≥ 0; a zero
-    tensor only with zero mass; a positive definite tensor whose principal moments obey
-    the triangle inequality (relative slack ``INERTIA_TRIANGLE_RTOL`` of the trace).
-    """
-    from rbc.ir.schema import INERTIA_TRIANGLE_RTOL
-
-    if mass < 0.0:
-        return f"negative mass {mass!r}"
-    t = np.asarray(tensor, dtype=float)
-    if not t.any():
-        return None if mass == 0.0 else f"zero inertia with mass {mass!r} (a point mass)"
-    moments = np.linalg.eigvalsh(0.5 * (t + t.T))
-    if moments[0] <= 0.0:
-        return f"inertia not positive definite (principal moments {floats(moments)})"
-    if moments[2] > moments[0] + moments[1] + INERTIA_TRIANGLE_RTOL * float(moments.sum()):
-        return f"principal moments {floats(moments)} break the triangle inequality"
-    return None
-
-
 def repair_inertia(mass: float, tensor: np.ndarray) -> np.ndarray:
     """The explicit ``--repair-inertia`` rule (off by default; documented in docs/import.md).
 
     Principal moments below ``floor = max(1e-9·λmax, 1e-12 m²·mass)`` are raised to the
-    floor (a point mass gets the isotropic tensor of a 1e-6 m radius of gyration); then, if
-    the largest moment exceeds the sum of the other two, both smaller moments are raised by
-    half the excess (plus a relative 1e-9 margin). Principal axes are kept.
+    floor; then, if the largest moment exceeds the sum of the other two, both smaller
+    moments are raised by half the excess (plus a relative 1e-9 margin). Principal axes are
+    kept.
 
     Args:
         mass: [kg], ≥ 0.
@@ -310,7 +289,7 @@ def mass_entry(file: str | Path, where: str, body: str, mass: float, com,
     t = np.asarray(tensor, dtype=float)
     if mass == 0.0 and not t.any():
         return {}
-    problem = inertia_problem(mass, t)
+    problem = inertia_problem(mass, t)  # the parser's own rule (rbc.ir.schema)
     if problem is not None:
         if not repair or mass < 0.0:
             raise ModelImportError(file, where, f"body '{body}': {problem}; the input is "

@@ -4,8 +4,8 @@ The reader behind the ``parse`` pass (``rbc.passes.parse``) and behind every loa
 stored record (bundles keep the normalised record text). Input: a path to a YAML file (or,
 for :func:`parse_record_text`, its text). Output: a frozen :class:`Record` in SI units
 (angles in rad) whose every reference resolves, whose names are unique per section, whose
-bodies are physically valid (mass ≥ 0, inertia positive definite and satisfying the
-triangle inequality) and whose every connected group of bodies contains a root (a ``fixed``
+bodies are physically valid (mass ≥ 0, inertia positive semi-definite and satisfying
+the triangle inequality) and whose every connected group of bodies contains a root (a ``fixed``
 or ``floating`` body).
 
 The schema is DESIGN.md §3; the field-by-field reference, coordinate layouts and examples
@@ -67,8 +67,9 @@ ANGLE_UNITS: dict[str, float] = {"rad": 1.0, "deg": math.pi / 180.0}
 # A quaternion is accepted (and renormalised) only if its norm is this close to 1: enough
 # for values printed with ~7 significant digits, far below any real authoring mistake.
 QUAT_NORM_TOL = 1e-6
-# Relative slack of the inertia triangle inequality: float64 round-off of principal moments
-# computed by an eigen-decomposition (a few ulps of the trace).
+# Relative slack of the inertia checks (semi-definiteness and the triangle inequality):
+# float64 round-off of principal moments computed by an eigen-decomposition (a few ulps of
+# the trace), so a slender rod's zero axial moment computed as −1e-20 is still zero.
 INERTIA_TRIANGLE_RTOL = 1e-12
 # Two universal-joint axes are parallel when |a1 × a2| (unit axes) is below this: a
 # sine of 1e-9 rad is far below any intended design angle.
@@ -763,35 +764,45 @@ def _check_unique(ctx: _Ctx, section: str, names: Sequence[str]) -> None:
         seen[name] = i
 
 
+def inertia_problem(mass: float, tensor: np.ndarray) -> str | None:
+    """Why mass properties are not those of a physical rigid body, or None if they are.
+
+    Mass ≥ 0; the (3, 3) inertia about the COM positive semi-definite with principal
+    moments obeying the triangle inequality (both with the relative slack
+    :data:`INERTIA_TRIANGLE_RTOL` of the trace): a slender rod's zero axial moment and a
+    point mass's zero tensor are valid. Whether the *mechanism* has enough inertia is decided
+    later, on the reduced inertia (``dynamics.mass_pd``). The one definition behind the
+    parser and the importers (:mod:`rbc.backends.record_writer`).
+    """
+    if mass < 0.0:
+        return f"negative mass {mass!r}"
+    t = np.asarray(tensor, dtype=float)
+    if not t.any():
+        return None
+    moments = np.linalg.eigvalsh(0.5 * (t + t.T))
+    slack = INERTIA_TRIANGLE_RTOL * float(np.abs(moments).sum())
+    if moments[0] < -slack:
+        return f"inertia is not positive semi-definite (principal moments {moments.tolist()})"
+    if moments[2] > moments[0] + moments[1] + slack:
+        return f"principal moments {moments.tolist()} break the triangle inequality"
+    return None
+
+
 def _check_inertia(ctx: _Ctx, path: str, body: Body) -> None:
-    """Mass ≥ 0; inertia PD with principal moments obeying the triangle inequality."""
+    """The body's mass properties are physical (:func:`inertia_problem`)."""
     if body.mass < 0.0:
         raise ctx.error(f"{path}.mass", f"negative mass {body.mass!r}", expected="a mass ≥ 0 [kg]")
     ixx, iyy, izz, ixy, ixz, iyz = body.inertia
-    tensor = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
-    if not tensor.any():
-        if body.mass != 0.0:
-            raise ctx.error(
-                f"{path}.inertia",
-                f"zero inertia with mass {body.mass!r}",
-                expected="zero inertia only with zero mass; give "
-                "[ixx, iyy, izz, ixy, ixz, iyz] about the COM [kg·m²]",
-            )
+    problem = inertia_problem(body.mass, np.array([[ixx, ixy, ixz], [ixy, iyy, iyz],
+                                                   [ixz, iyz, izz]]))
+    if problem is None:
         return
-    moments = np.linalg.eigvalsh(tensor)
-    if moments[0] <= 0.0:
-        raise ctx.error(
-            f"{path}.inertia",
-            f"inertia is not positive definite (principal moments {moments.tolist()})",
-            expected="a positive definite tensor [ixx, iyy, izz, ixy, ixz, iyz]",
-        )
-    slack = INERTIA_TRIANGLE_RTOL * float(moments.sum())
-    if moments[2] > moments[0] + moments[1] + slack:
-        raise ctx.error(
-            f"{path}.inertia",
-            f"principal moments {moments.tolist()} break the triangle inequality",
-            expected="each principal moment ≤ the sum of the other two",
-        )
+    if "triangle" in problem:
+        expected = "each principal moment ≤ the sum of the other two"
+    else:
+        expected = ("a positive semi-definite tensor [ixx, iyy, izz, ixy, ixz, iyz] about "
+                    "the COM [kg·m²]")
+    raise ctx.error(f"{path}.inertia", problem, expected=expected)
 
 
 def _check_roots(ctx: _Ctx, record: Record) -> None:

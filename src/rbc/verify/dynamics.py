@@ -47,7 +47,7 @@ from rbc.model.interfaces import actuator_displacement, port_jacobian
 from rbc.verify import kkt50
 from rbc.verify.checks import DEFAULT_SEED, Check, make_check
 from rbc.verify.newton_euler import NewtonEuler
-from rbc.verify.pinocchio_ref import PinocchioReference
+from rbc.verify.pinocchio_ref import PinocchioReference, SingularTreeInertia
 from rbc.verify.states import State, make_states
 
 #: δ_a, δ_f against the 50-digit reference: our double-precision pipeline (lift by LU,
@@ -114,7 +114,7 @@ class Context:
         dm = DynamicsModel.build(kin)
         try:
             pr = PinocchioReference.build(kin, part)
-        except PinocchioExportError as err:
+        except (PinocchioExportError, SingularTreeInertia) as err:
             pr = None
             notes["dynamics.delta_a.pinocchio"] = f"not applicable: {err}"
         return cls(kin, part, dm, DynamicsData.of(dm), NewtonEuler.build(dm), pr)

@@ -48,12 +48,37 @@ import pinocchio as pin
 
 from rbc.backends.pinocchio import PinocchioModel, constraint_dynamics, pinocchio_model
 from rbc.model.compiled import CompiledModel, Partition
-from rbc.model.dynamics import DynamicsData, DynamicsModel
+from rbc.model.dynamics import PD_RTOL, DynamicsData, DynamicsModel
+from rbc.model.tree import joint_space_inertia
 from rbc.verify import kkt50
 
 
 class CutEffortError(ValueError):
     """An effort acts on a cut-joint coordinate, which the Pinocchio tree cannot carry."""
+
+
+class SingularTreeInertia(ValueError):
+    """The tree inertia M_T is singular (a tree coordinate moves only massless bodies):
+    ``constraintDynamics`` factors M_T and has no answer there, although the reduced
+    inertia may be positive definite (massless helper links closed by a cut joint)."""
+
+
+def check_tree_inertia(kin: CompiledModel, pmod: PinocchioModel, q: np.ndarray) -> None:
+    """Raise :class:`SingularTreeInertia` naming the tree coordinates of M_T's null
+    direction when ``λ_min(M_T) ≤ PD_RTOL·λ_max`` at q (the reduced inertia's rule)."""
+    t = pmod.tree
+    M = t.matrix_rbc(joint_space_inertia(t.model, t.model.createData(),
+                                         t.q_pin(q[: kin.nq_tree])))
+    if M.size == 0:
+        return
+    w, V = np.linalg.eigh(M)
+    if w[0] > PD_RTOL * max(abs(w[-1]), 1e-300):
+        return
+    names = [kin.v_names[j] for j in range(kin.nv_tree) if abs(V[j, 0]) > 0.1]
+    raise SingularTreeInertia(
+        f"the tree inertia M_T is singular (smallest eigenvalue {w[0]:.3g}; tree "
+        f"coordinates {', '.join(names)} move only massless bodies), which "
+        "pinocchio.constraintDynamics cannot factor")
 
 
 @dataclass(eq=False)
@@ -67,8 +92,14 @@ class PinocchioReference:
 
     @classmethod
     def build(cls, kin: CompiledModel, part: Partition) -> PinocchioReference:
-        """Tree model and constraints (raises ``PinocchioExportError`` for unsupported cuts)."""
+        """Tree model and constraints.
+
+        Raises:
+            PinocchioExportError: a cut joint without a Pinocchio constraint mapping.
+            SingularTreeInertia: M_T singular at the partition's reference configuration.
+        """
         pmod = pinocchio_model(kin, part)
+        check_tree_inertia(kin, pmod, part.q_ref)
         data = pmod.tree.model.createData()
         cdatas = pmod.constraint_datas()
         pin.initConstraintDynamics(pmod.tree.model, data, pmod.constraints, cdatas)
