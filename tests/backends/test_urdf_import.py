@@ -78,14 +78,16 @@ def test_gepetto_kangaroo_like_loops_do_not_close(tmp_path, capsys):
     assert len(mods.paths.forest.chords) == 11 and len(mods.modules) == 3
 
 
-def test_point_masses_need_the_explicit_repair(tmp_path, capsys):
+def test_point_masses_are_valid_bodies(tmp_path, capsys):
+    """A point mass (mass, zero tensor) is a physical rigid body: it imports as it is, with
+    no repair and no warning about it (docs/records.md, "Physical checks")."""
     d = EXTERNAL / "gepetto/5bar_linkage"
     out = tmp_path / "o.yaml"
     code, _, err = run_import(capsys, "urdf", str(d / "robot.urdf"), "--loops",
                               str(d / "robot.yaml"), "-o", str(out))
-    assert code == 2
-    assert "effector" in err and "point mass" in err and "--repair-inertia" in err
-    assert not out.exists()
+    assert code == 0 and "repaired" not in err, err
+    body = next(b for b in yaml.safe_load(out.read_text())["bodies"] if b["name"] == "effector")
+    assert body["mass"] > 0 and body["inertia"] == [0.0] * 6
 
 
 @pytest.mark.parametrize("urdf", ["panda.urdf", "go2.urdf"])
@@ -155,6 +157,12 @@ BAD = {
     "loop frame": ("<robot name='x'><link name='a'/><link name='b'/><joint name='j' "
                    "type='fixed'><parent link='a'/><child link='b'/></joint></robot>",
                    ["closed_loop: [[a, zz]]", "type: ['6d']"], "unknown frame 'zz'"),
+    "urdfdom refuses": ("<robot name='x'><link name='a'/><link name='b'/><link name='c'/>"
+                        "<joint name='j' type='revolute'><parent link='a'/><child link='b'/>"
+                        "<limit lower='-1' upper='1'/></joint><joint name='k' type='fixed'>"
+                        "<parent link='b'/><child link='c'/></joint></robot>",
+                        ["closed_loop: [[a, c]]", "type: ['3d']"],
+                        "Pinocchio's URDF parser (urdfdom), which closes the loops, refuses"),
 }
 
 
@@ -169,5 +177,87 @@ def test_bad_urdf_exit_2_without_output(case, tmp_path, capsys):
         args += ["--loops", str(tmp_path / "loops.yaml")]
     out = tmp_path / "out.yaml"
     code, _, err = run_import(capsys, *args, "-o", str(out))
+    assert code == 2 and needle in err, err
+    assert not out.exists()
+
+
+# An RSSR linkage as a CAD export writes it: every joint a URDF revolute, the loop cut at the
+# second ball (a `3d` closure between two frame links). Cranks along y (0.1 m), coupler along
+# x (0.4 m): a parallelogram that is closed at the URDF zero and far from its singularities.
+RSSR = """<robot name="rssr">
+  <link name="base"/>
+  <link name="crank1"><inertial><origin xyz="0 0.05 0"/><mass value="0.2"/>
+    <inertia ixx="2e-4" iyy="1e-5" izz="2e-4" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="coupler"><inertial><origin xyz="0.2 0 0"/><mass value="0.5"/>
+    <inertia ixx="1e-4" iyy="7e-3" izz="7e-3" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="crank2"><inertial><origin xyz="0 0.05 0"/><mass value="0.2"/>
+    <inertia ixx="2e-4" iyy="1e-5" izz="2e-4" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="coupler_tip"/>
+  <link name="crank2_tip"/>
+  <joint name="mot1" type="revolute"><parent link="base"/><child link="crank1"/>
+    <axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="5" velocity="10"/></joint>
+  <joint name="ball1" type="revolute"><origin xyz="0 0.1 0"/><parent link="crank1"/>
+    <child link="coupler"/><axis xyz="1 0 0"/>
+    <limit lower="-1" upper="1" effort="0" velocity="0"/></joint>
+  <joint name="pivot2" type="continuous"><origin xyz="0.4 0 0"/><parent link="base"/>
+    <child link="crank2"/><axis xyz="0 0 1"/></joint>
+  <joint name="coupler_tip_frame" type="fixed"><origin xyz="0.4 0 0"/>
+    <parent link="coupler"/><child link="coupler_tip"/></joint>
+  <joint name="crank2_tip_frame" type="fixed"><origin xyz="0 0.1 0"/>
+    <parent link="crank2"/><child link="crank2_tip"/></joint>
+</robot>
+"""
+
+
+def _rssr(tmp_path, conversions: str) -> tuple[Path, Path]:
+    urdf, side = tmp_path / "rssr.urdf", tmp_path / "rssr.yaml"
+    urdf.write_text(RSSR)
+    side.write_text("closed_loop: [['coupler_tip', 'crank2_tip']]\ntype: ['3d']\n"
+                    "name_mot: ['mot1']\n" + conversions)
+    return urdf, side
+
+
+@pytest.mark.parametrize(("conversion", "kind", "speeds"), [
+    ("SPHERICAL", "spherical", 2),  # RSSR: the crank and the coupler's spin about its axis
+    ("UJOINT_ZY", "universal", 1),  # RUSR: one degree of freedom
+])
+def test_sidecar_joint_conversions(conversion, kind, speeds, tmp_path, capsys):
+    """``joint_name``/``joint_type`` replace a URDF joint as the Gepetto loader does; the
+    converted mechanism compiles with the mobility of the intended joints."""
+    urdf, side = _rssr(tmp_path, f"joint_name: ['ball1']\njoint_type: ['{conversion}']\n")
+    rec, s = import_and_compile(capsys, tmp_path, "urdf", str(urdf), "--loops", str(side))
+    ball = next(j for j in rec["joints"] if j["name"] == "ball1")
+    assert ball["type"] == kind and "limits" not in ball and "axis" not in ball
+    assert ball["parent"] == "crank1" and ball["child"] == "coupler"
+    assert ball["parent_frame"]["xyz"] == [0.0, 0.1, 0.0]
+    if kind == "universal":
+        assert ball["axes"] == [[0.0, 0.0, 1.0], [0.0, 1.0, 0.0]]
+    assert s["cycle_rank"] == 1 and s["partitions"][0]["speeds"] == speeds
+
+
+def test_sidecar_fixed_conversion_welds_the_joint(tmp_path):
+    urdf, side = _rssr(tmp_path, "joint_name: ['pivot2', 'ball1']\n"
+                                 "joint_type: ['FIXED', 'SPHERICAL']\n")
+    rec = import_urdf(urdf, side).record
+    pivot = next(j for j in rec["joints"] if j["name"] == "pivot2")
+    assert pivot["type"] == "fixed" and "axis" not in pivot
+
+
+@pytest.mark.parametrize(("conversions", "needle"), [
+    ("joint_name: ['ball1']\njoint_type: ['CARDAN']\n",
+     "joint_type[0]: unknown joint type 'CARDAN'"),
+    ("joint_name: ['ball1']\njoint_type: []\n", "expected one joint type per joint_name"),
+    ("joint_name: ['bal1']\njoint_type: ['SPHERICAL']\n",
+     "unknown joint 'bal1'; valid choices: ball1"),
+    ("joint_name: ['mot1']\njoint_type: ['SPHERICAL']\n", "is actuated (name_mot)"),
+    ("joint_name: ['coupler_tip_frame']\njoint_type: ['SPHERICAL']\n",
+     "is a fixed joint; only revolute, continuous, prismatic joints can be converted"),
+    ("joint_name: ['ball1', 'ball1']\njoint_type: ['SPHERICAL', 'FIXED']\n",
+     "converted twice"),
+])
+def test_bad_sidecar_conversions_exit_2(conversions, needle, tmp_path, capsys):
+    urdf, side = _rssr(tmp_path, conversions)
+    out = tmp_path / "out.yaml"
+    code, _, err = run_import(capsys, "urdf", str(urdf), "--loops", str(side), "-o", str(out))
     assert code == 2 and needle in err, err
     assert not out.exists()

@@ -3,7 +3,9 @@
 Source: the URDF specification (wiki.ros.org/urdf/XML: ``link``, ``joint``, ``inertial``,
 ``mimic``, ``transmission``) and, for loops, the sidecar format of the Gepetto
 closed-loop examples (``robot.yaml``: ``closed_loop`` pairs of frame names, ``type`` per
-pair ``3d``/``6d``, ``name_mot`` the actuated joints). The mapping (docs/import.md):
+pair ``3d``/``6d``, ``name_mot`` the actuated joints, and ``joint_name``/``joint_type``,
+the joint conversions of the Gepetto loader ``completeRobotLoader``). The mapping
+(docs/import.md):
 
 * **Links** → bodies. ``<inertial>``: ``com = origin.xyz`` and the inertia
   ``R(rpy) · I · R(rpy)ᵀ`` in link axes. A link without ``<inertial>`` is massless.
@@ -21,6 +23,12 @@ pair ``3d``/``6d``, ``name_mot`` the actuated joints). The mapping (docs/import.
   joint, both with identity attachment frames (the frames coincide when the loop is
   closed, as in Pinocchio's rigid constraints). ``name_mot`` joints get direct-drive
   actuators with effort and speed limits from their ``<limit>``.
+* **Joint conversions** (``joint_name[i]`` gets ``joint_type[i]``): the named URDF joint is
+  replaced, at its own origin and with its parent and child, by ``SPHERICAL`` → a spherical
+  joint; ``FIXED`` → a fixed joint at the URDF zero; ``UJOINT_AB`` (A ≠ B ∈ {X, Y, Z}) →
+  a universal joint ``Q = Rot(e_A, θ1)·Rot(e_B, θ2)`` in the joint frame (the loader's two
+  revolute joints ``name_A`` then ``name_B`` through an identity placement). The URDF
+  axis and limits of a converted joint are not used.
 * **Actuators without a sidecar**: ``<transmission>`` elements (joint + optional
   ``mechanicalReduction``).
 """
@@ -30,6 +38,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pinocchio as pin
 import yaml
 
 from rbc.backends.record_writer import (
@@ -49,7 +58,14 @@ from rbc.ir import spatial
 
 _JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 _LOOP_TYPES = {"6d": "fixed", "3d": "spherical"}
-_SIDECAR_KEYS = ("closed_loop", "type", "name_mot")
+_SIDECAR_KEYS = ("closed_loop", "type", "name_mot", "joint_name", "joint_type")
+_AXES = {"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}
+#: The sidecar's joint conversions (Gepetto ``completeRobotLoader``): every ``UJOINT_AB``
+#: with two different axes, ``SPHERICAL`` and ``FIXED``.
+JOINT_CONVERSIONS = ("SPHERICAL", "FIXED", *(f"UJOINT_{a}{b}" for a in "XYZ" for b in "XYZ"
+                                             if a != b))
+#: URDF joint types a sidecar conversion may replace (joints with one coordinate).
+_CONVERTIBLE = ("revolute", "continuous", "prismatic")
 
 
 def _where(el) -> str:
@@ -100,11 +116,13 @@ def read_sidecar(path: str | Path) -> dict:
     """Read and check a loops sidecar (Gepetto ``robot.yaml`` format).
 
     Returns:
-        ``{"closed_loop": [[A, B], …], "type": ["6d"|"3d", …], "name_mot": [joint, …]}``.
+        ``{"closed_loop": [[A, B], …], "type": ["6d"|"3d", …], "name_mot": [joint, …],
+        "convert": {joint: conversion}}`` (``convert`` from ``joint_name``/``joint_type``).
 
     Raises:
         ModelImportError: missing file, YAML error, unknown keys, wrong shapes, an unknown
-            loop type, or ``type`` and ``closed_loop`` of different lengths.
+            loop type or joint conversion, ``type`` and ``closed_loop`` (or ``joint_name``
+            and ``joint_type``) of different lengths, a joint converted twice.
     """
     p = Path(path)
     if not p.is_file():
@@ -135,7 +153,27 @@ def read_sidecar(path: str | Path) -> dict:
                                    choices=tuple(_LOOP_TYPES), got=str(t))
     if not all(isinstance(m, str) for m in mots):
         raise ModelImportError(p, "name_mot", "expected a list of joint names")
-    return {"closed_loop": loops, "type": types, "name_mot": mots}
+    return {"closed_loop": loops, "type": types, "name_mot": mots,
+            "convert": _conversions(p, data.get("joint_name") or [],
+                                    data.get("joint_type") or [])}
+
+
+def _conversions(p: Path, names, kinds) -> dict[str, str]:
+    """``{joint: conversion}`` from the sidecar's ``joint_name``/``joint_type`` lists."""
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ModelImportError(p, "joint_name", "expected a list of joint names")
+    if not isinstance(kinds, list) or len(kinds) != len(names):
+        raise ModelImportError(p, "joint_type", f"expected one joint type per joint_name "
+                               f"entry ({len(names)})")
+    out: dict[str, str] = {}
+    for i, (n, k) in enumerate(zip(names, kinds, strict=True)):
+        if k not in JOINT_CONVERSIONS:
+            raise ModelImportError(p, f"joint_type[{i}]", f"unknown joint type '{k}'",
+                                   choices=JOINT_CONVERSIONS, got=str(k))
+        if n in out:
+            raise ModelImportError(p, f"joint_name[{i}]", f"joint '{n}' is converted twice")
+        out[n] = k
+    return out
 
 
 def import_urdf(path: str | Path, loops: str | Path | None = None, *, floating: bool = False,
@@ -208,6 +246,7 @@ def import_urdf(path: str | Path, loops: str | Path | None = None, *, floating: 
     header_loops = "none"
     if loops is not None:
         side = read_sidecar(loops)
+        _convert_joints(Path(loops), side, record_joints, by_joint)
         loop_joints = _loop_joints(Path(loops), side, link_names, by_joint)
         if loop_joints:
             _closed_initials(file, side, record_joints, warnings)
@@ -288,6 +327,42 @@ def _joint_entry(file: Path, j, by_joint, entries: dict, root: str, couplings: l
         couplings.append({"name": f"{name}_mimic", "type": "linear", "terms": terms,
                           "offset": 0.0 - off})
     return entry
+
+
+def _convert_joints(file: Path, side: dict, joints: list[dict], by_joint: dict) -> None:
+    """Apply the sidecar's joint conversions to the record joints (in place; module
+    docstring). The joint keeps its name, parent, child, ``parent_frame`` and dynamics.
+
+    Raises:
+        ModelImportError: an unknown joint (choices listed), a joint that is not
+            revolute/continuous/prismatic, or a converted joint that is actuated.
+    """
+    entries = {e["name"]: e for e in joints}
+    for i, (name, kind) in enumerate(side["convert"].items()):
+        if name not in by_joint:
+            raise ModelImportError(file, f"joint_name[{i}]", f"unknown joint '{name}'",
+                                   choices=sorted(by_joint), got=name)
+        urdf_type = by_joint[name].get("type")
+        if urdf_type not in _CONVERTIBLE:
+            raise ModelImportError(file, f"joint_name[{i}]", f"joint '{name}' is a "
+                                   f"{urdf_type} joint; only {', '.join(_CONVERTIBLE)} "
+                                   "joints can be converted")
+        if name in side["name_mot"]:
+            raise ModelImportError(file, f"joint_name[{i}]", f"joint '{name}' is actuated "
+                                   f"(name_mot) and cannot become {kind}: an actuator drives "
+                                   "the one coordinate of its joint")
+        e = entries[name]
+        for key in ("axis", "limits", "initial"):
+            e.pop(key, None)
+        if kind == "SPHERICAL":
+            e["type"] = "spherical"
+        elif kind == "FIXED":
+            e["type"] = "fixed"
+            for key in ("damping", "friction"):
+                e.pop(key, None)
+        else:
+            e["type"] = "universal"
+            e["axes"] = [list(_AXES[kind[-2]]), list(_AXES[kind[-1]])]
 
 
 def _frame_link(file: Path, name: str, links: list[str], by_joint: dict, where: str) -> str:
@@ -374,10 +449,9 @@ def _closed_initials(file: Path, side: dict, joints: list[dict], warnings: list[
     value as its ``initial`` (an acquisition guess, not a constraint); otherwise a warning
     reports the remaining gap and no initial values are written.
     """
-    import pinocchio as pin
     from scipy.optimize import least_squares
 
-    model = pin.buildModelFromUrdf(str(file))
+    model = _pinocchio_model(file, side["convert"])
     data = model.createData()
     pairs = [(model.getFrameId(a), model.getFrameId(b), t)
              for (a, b), t in zip(side["closed_loop"], side["type"], strict=True)]
@@ -399,11 +473,57 @@ def _closed_initials(file: Path, side: dict, joints: list[dict], warnings: list[
                         f"(largest residual {gap:.3g}); no initial values written")
         return
     q = pin.integrate(model, q0, sol.x)
-    values = {}
+    values: dict[str, float | list[float]] = {}
     for jid in range(1, model.njoints):
         idx, nq = model.joints[jid].idx_q, model.joints[jid].nq
-        values[model.names[jid]] = (float(np.arctan2(q[idx + 1], q[idx])) if nq == 2
-                                    else float(q[idx]))
+        if nq == 4:  # spherical: Pinocchio (x, y, z, w) → record (w, x, y, z)
+            values[model.names[jid]] = floats(spatial.quat_xyzw_to_wxyz(q[idx: idx + 4]))
+        else:
+            values[model.names[jid]] = (float(np.arctan2(q[idx + 1], q[idx])) if nq == 2
+                                        else float(q[idx]))
     for entry in joints:
-        if entry["name"] in values and entry["type"] in ("revolute", "prismatic"):
-            entry["initial"] = values[entry["name"]]
+        name = entry["name"]
+        if name in values and entry["type"] in ("revolute", "prismatic", "spherical"):
+            entry["initial"] = values[name]
+        elif entry["type"] == "universal" and f"{name}_1" in values:
+            entry["initial"] = [values[f"{name}_1"], values[f"{name}_2"]]
+
+
+def _pinocchio_model(file: Path, convert: dict[str, str]) -> pin.Model:
+    """The URDF's Pinocchio model with the sidecar's joint conversions applied (as the
+    Gepetto loader builds it): a spherical joint model in place of a ``SPHERICAL`` joint,
+    two revolute joints ``name_1`` (about e_A) and ``name_2`` (about e_B, identity placement)
+    for ``UJOINT_AB``, and ``FIXED`` joints frozen at zero (``buildReducedModel``). Bodies and
+    frames follow their joint; names of unconverted joints and all frames are kept."""
+    try:
+        model = pin.buildModelFromUrdf(str(file))
+    except (ValueError, RuntimeError) as err:  # urdfdom is stricter than the URDF spec
+        raise ModelImportError(file, "", f"Pinocchio's URDF parser (urdfdom), which closes "
+                               f"the loops, refuses the file: {err} (a <limit> without "
+                               "'effort' and 'velocity' is a common cause)") from None
+    if not convert:
+        return model
+    revolute = {"X": pin.JointModelRX, "Y": pin.JointModelRY, "Z": pin.JointModelRZ}
+    new = pin.Model()
+    new.gravity = model.gravity
+    new_id = {0: 0}
+    frozen = []
+    for jid in range(1, model.njoints):
+        name, kind = model.names[jid], convert.get(model.names[jid])
+        parent, place = new_id[int(model.parents[jid])], model.jointPlacements[jid]
+        joint = model.joints[jid]
+        if kind == "SPHERICAL":
+            joint = pin.JointModelSpherical()
+        elif kind is not None and kind.startswith("UJOINT_"):
+            parent = new.addJoint(parent, revolute[kind[-2]](), place, f"{name}_1")
+            joint, place, name = revolute[kind[-1]](), pin.SE3.Identity(), f"{name}_2"
+        new_id[jid] = new.addJoint(parent, joint, place, name)
+        new.appendBodyToJoint(new_id[jid], model.inertias[jid], pin.SE3.Identity())
+        if kind == "FIXED":
+            frozen.append(new_id[jid])
+    for f in list(model.frames)[1:]:  # frame 0 is the universe, already in the new model
+        new.addFrame(pin.Frame(f.name, new_id[int(f.parentJoint)], f.placement, f.type),
+                     False)
+    if frozen:
+        new = pin.buildReducedModel(new, frozen, pin.neutral(new))
+    return new
