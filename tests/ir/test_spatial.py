@@ -218,6 +218,20 @@ def test_left_jacobian_inverse_identity(T):
     assert not np.allclose(J, sp.jlog6(T), atol=1e-3)
 
 
+@pytest.mark.parametrize("T", TRANSFORMS)
+def test_so3_left_jacobian_inverse(T):
+    # d/dε log3(exp3(ε δ)·R) = J_l(φ)⁻¹ δ (world-frame perturbation of a rotation)
+    R = T.rotation
+    J = np.column_stack([(sp.log3(sp.exp3(H * e) @ R) - sp.log3(sp.exp3(-H * e) @ R)) / (2 * H)
+                         for e in np.eye(3)])
+    np.testing.assert_allclose(J, sp.left_jacobian_inverse3(R), atol=FD_TOL)
+    # it is the rotation block of the SE(3) J_l⁻¹, and J_l⁻¹ φ = φ
+    np.testing.assert_allclose(sp.left_jacobian_inverse3(R),
+                               sp.left_jacobian_inverse(T)[:3, :3], atol=1e-12)
+    phi = sp.log3(R)
+    np.testing.assert_allclose(sp.left_jacobian_inverse3(R) @ phi, phi, atol=1e-12)
+
+
 def test_jacobians_at_identity_are_identity():
     np.testing.assert_allclose(sp.jlog6(pin.SE3.Identity()), np.eye(6), atol=EXACT)
     np.testing.assert_allclose(sp.left_jacobian_inverse(pin.SE3.Identity()), np.eye(6), atol=EXACT)

@@ -14,6 +14,7 @@ import typer
 from rbc.cli import compile as _compile  # noqa: F401  (registers commands)
 from rbc.cli import forces as _forces  # noqa: F401
 from rbc.cli import inspect as _inspect  # noqa: F401
+from rbc.cli import plan as _plan  # noqa: F401
 from rbc.cli import repro as _repro  # noqa: F401
 from rbc.cli import simulate as _simulate  # noqa: F401
 from rbc.cli import solve as _solve  # noqa: F401

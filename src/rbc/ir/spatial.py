@@ -331,6 +331,16 @@ def exp3(phi: np.ndarray) -> np.ndarray:
     return np.asarray(pin.exp3(np.asarray(phi, dtype=float)))
 
 
+def left_jacobian_inverse3(rot: np.ndarray) -> np.ndarray:
+    """SO(3) ``J_l(φ)⁻¹`` (3, 3) at ``φ = log(R)``: ``log(exp(δ)·R) = φ + J_l⁻¹ δ + O(|δ|²)``,
+    δ (3,) a rotation in the left-hand (world) frame of R.
+
+    Pinocchio's ``Jlog3`` is the right Jacobian inverse ``J_r(φ)⁻¹``; ``J_l(φ) = J_r(φ)ᵀ``
+    (Solà, Deray, Atchuthan 2018, Eq. 145–146), so ``J_l⁻¹ = Jlog3(R)ᵀ``. Singular at angle π.
+    """
+    return np.asarray(pin.Jlog3(np.asarray(rot, dtype=float))).T.copy()
+
+
 def ad(xi: np.ndarray) -> np.ndarray:
     """Spatial cross-product matrix (6, 6) of a twist ``ξ = [ω; v]`` (angular-first).
 

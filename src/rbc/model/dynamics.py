@@ -114,6 +114,15 @@ def tree_terms(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, v: np.ndarr
     return TreeTerms(t.matrix_rbc(M), t.v_rbc(nle - g), t.v_rbc(g))
 
 
+def reduced_inertia(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, E: np.ndarray
+                    ) -> np.ndarray:
+    """``M_r = E_Tᵀ M_T E_T`` (n_u, n_u) alone (no velocity or load terms) at q with the lift
+    E (nv, n_u) there [kg·m², kg]."""
+    t, k = dm.tree, dm.kin
+    M = t.matrix_rbc(joint_space_inertia(t.model, data.pin_data, t.q_pin(q[: k.nq_tree])))
+    ET = E[: k.nv_tree]
+    return ET.T @ M @ ET
+
 
 def _point_jacobian(k: CompiledModel, q: np.ndarray, body: str, xyz
                     ) -> tuple[np.ndarray, np.ndarray]:
