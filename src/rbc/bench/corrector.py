@@ -22,7 +22,7 @@ relative to the analytic peer in the same process.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import numpy as np
 
@@ -76,8 +76,14 @@ def _fd_corrector(model: CompiledModel, qp: np.ndarray, plan: list, du: np.ndarr
 
 
 def bench_corrector(model: CompiledModel, part: Partition, steps: int = 200,
-                    progress: Callable[[int], None] | None = None) -> dict:
+                    progress: Callable[[int], None] | None = None,
+                    moving: Collection[int] | None = None) -> dict:
     """Median evaluations per step and time ratios (module docstring).
+
+    Args:
+        moving: positions (in ``part.independent``) of the independent speeds that move;
+            the others are held at zero (a local edit: only the modules those inputs drive
+            are corrected). Default: all move.
 
     Returns:
         ``{"steps", "h", "methods": {name: {"evals_median", "evals_max", "seconds",
@@ -85,6 +91,10 @@ def bench_corrector(model: CompiledModel, part: Partition, steps: int = 200,
     """
     sc = scales(model, part.length_scale).cols[part.independent]
     phase = np.arange(part.independent.size) * np.pi / max(part.independent.size, 1)
+    if moving is not None:
+        held = np.ones(part.independent.size, dtype=bool)
+        held[list(moving)] = False
+        sc = np.where(held, 0.0, sc)
     state = ClosureState(model, part, np.array(part.q_ref))
     plan = [(c, cp, d, i, np.array([6 * k + r for k in c for r in range(6)]
                                   + [6 * model.n_chords + k for k in cp], dtype=np.int64))

@@ -73,6 +73,27 @@ def dynamics(name: str):
     return kin, kin.partitions["default"], dm, DynamicsData.of(dm)
 
 
+#: The documented partition request for the imported Cassie (docs/simulate.md, "Cassie"):
+#: the stiff leg springs independent, so the reference holds them at rest.
+CASSIE_SPRINGS = "independent: [left-shin, left-heel-spring, right-shin, right-heel-spring]\n"
+
+
+@functools.cache
+def cassie_bundle() -> Path:
+    """Agility Cassie imported from the vendored MJCF (records/external/agility_cassie),
+    with :data:`CASSIE_SPRINGS` appended, compiled (as tests/sim/test_cassie.py does)."""
+    from rbc.backends.mjcf_import import import_mjcf
+    from rbc.backends.record_writer import write_record
+    from rbc.compiler import compile_to_file
+
+    record = _scratch() / "cassie.yaml"
+    write_record(import_mjcf(RECORDS / "external" / "agility_cassie" / "cassie.xml"), record)
+    record.write_text(record.read_text() + CASSIE_SPRINGS)
+    out = _scratch() / "cassie.h5"
+    compile_to_file(record, out)
+    return out
+
+
 #: The shipped reference motion of each record that has one (records/references/).
 REFERENCE_FILES = {"stewart": "stewart.csv", "excavator": "excavator.yaml",
                    "cassie": "cassie_legs.yaml"}

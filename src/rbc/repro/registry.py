@@ -15,7 +15,10 @@ from rbc.errors import UsageError, did_you_mean
 #: name → module, in the order ``make repro`` runs them.
 TARGETS: dict[str, str] = {
     "table5-solvers": "rbc.repro.table5_solvers",
+    "table6-compute": "rbc.repro.table6_compute",
     "fig6-curvature": "rbc.repro.fig6_curvature",
+    "ff-ablation": "rbc.repro.ff_ablation",
+    "walkers": "rbc.repro.walkers",
 }
 
 
