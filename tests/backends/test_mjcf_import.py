@@ -235,9 +235,23 @@ def test_import_mjcf_returns_a_parseable_record(cassie):
     assert isinstance(parse_record_text(render_record(import_mjcf(cassie))), Record)
 
 
+TWO = ("<mujoco><worldbody><body name='a'><inertial pos='0 0 0' mass='1' diaginertia='1 1 1'/>"
+       "<joint name='x' type='slide'/><body name='b'><inertial pos='0 0 0' mass='1' "
+       "diaginertia='1 1 1'/><joint name='y' type='slide'/></body></body></worldbody>")
+
 BAD = {
     "malformed": ("<mujoco><worldbody>\n<body name='a'>\n</worldbody></mujoco>", "line 3"),
-    "tendon": ("<mujoco><worldbody/>\n<tendon/></mujoco>", "unsupported element <tendon>"),
+    "spatial tendon": (TWO + "<tendon>\n<spatial name='s'><site site='a'/></spatial>"
+                       "</tendon></mujoco>", "spatial tendon 's'"),
+    "tendon element": ("<mujoco><worldbody/>\n<tendons/></mujoco>",
+                       "unsupported element <tendons>"),
+    "tendon joint": (TWO + "<tendon><fixed name='t'>\n<joint joint='z' coef='1'/></fixed>"
+                     "</tendon></mujoco>", "tendon joint 'z' is not a joint"),
+    "unnamed tendon": (TWO + "<tendon>\n<fixed><joint joint='x' coef='1'/></fixed></tendon>"
+                       "</mujoco>", "needs a 'name'"),
+    "actuator tendon": (TWO + "<tendon><fixed name='t'><joint joint='x' coef='1'/></fixed>"
+                        "</tendon><actuator>\n<motor tendon='u'/></actuator></mujoco>",
+                        "actuator tendon 'u' is not a fixed tendon"),
     "joint type": ("<mujoco><worldbody><body name='a'><inertial pos='0 0 0' mass='1' "
                    "diaginertia='1 1 1'/>\n<joint type='hfield'/></body></worldbody></mujoco>",
                    "unsupported joint type 'hfield'"),
@@ -276,3 +290,21 @@ def test_nonlinear_error_names_the_line(tmp_path, capsys):
     xml.write_text(BAD["polynomial"][0])
     code, _, err = run_import(capsys, "mjcf", str(xml), "-o", str(tmp_path / "o.yaml"))
     assert code == 2 and "line 2" in err and "/mujoco/equality/joint" in err
+
+
+def test_fixed_tendon_actuator_is_a_port_on_the_joint_combination(tmp_path):
+    """A motor on a fixed tendon becomes an actuator whose port is Σ coef·q (terms); a
+    joint equality tying the joints stays a coupling; passive tendon data is reported."""
+    xml = tmp_path / "gripper.xml"
+    xml.write_text(TWO + "<tendon><fixed name='split' stiffness='5'><joint joint='x' coef='0.5'/>"
+                   "<joint joint='y' coef='0.5'/></fixed></tendon>"
+                   "<equality><joint joint1='x' joint2='y'/></equality>"
+                   "<actuator><motor name='grip' tendon='split' gear='2' forcerange='-10 10'/>"
+                   "</actuator></mujoco>")
+    res = import_mjcf(xml)
+    (act,) = res.record["actuators"]
+    assert act["terms"] == {"x": 0.5, "y": 0.5} and "joint" not in act
+    assert act["transmission"] == {"type": "gear", "ratio": 2.0}
+    assert act["effort_limits"] == [-20.0, 20.0]  # gear × forcerange, at the port
+    assert res.record["couplings"][0]["terms"] == {"x": 1.0, "y": -1.0}
+    assert any("stiffness not imported" in w for w in res.warnings)

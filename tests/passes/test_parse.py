@@ -558,6 +558,44 @@ BAD: list[tuple[str, str, str]] = [
         "actuators[0].coulomb: invalid value -1.0; expected a number ≥ 0",
     ),
     (
+        "actuator_joint_and_terms",
+        doc(extra="actuators: [{name: m, joint: j, terms: {j: 1}}]\n"),
+        "actuators[0].joint: an actuator has either 'joint' (a joint port) or 'terms'",
+    ),
+    (
+        "actuator_without_port",
+        doc(extra="actuators: [{name: m}]\n"),
+        "actuators[0]: an actuator has either 'joint' (a joint port) or 'terms'",
+    ),
+    (
+        "tendon_unknown_joint",
+        doc(extra="actuators: [{name: m, terms: {j: 0.5, k: 0.5}}]\n"),
+        "actuators[0].terms.k: unknown joint 'k'",
+    ),
+    (
+        "tendon_zero_coefficient",
+        doc(extra="actuators: [{name: m, terms: {j: 0}}]\n"),
+        "actuators[0].terms.j: coefficient of 'j' is zero",
+    ),
+    (
+        "tendon_rotor_inertia",
+        doc(extra="actuators: [{name: m, terms: {j: 0.5}, rotor_inertia: 1e-4}]\n"),
+        "actuators[0].rotor_inertia: rotor_inertia on a tendon port is not supported",
+    ),
+    (
+        "tendon_mixed_units",
+        doc(bodies=BODIES + LINK.replace("link", "slide"),
+            joints=JOINTS + "  - {name: p, type: prismatic, parent: link, child: slide, "
+            "axis: [1, 0, 0]}\n",
+            extra="actuators: [{name: m, terms: {j: 1, p: 1}}]\n"),
+        "actuators[0].terms: a tendon port mixes prismatic and angular joints",
+    ),
+    (
+        "tendon_joint_driven_twice",
+        doc(extra="actuators: [{name: m, joint: j}, {name: t, terms: {j: 2}}]\n"),
+        "actuators[1].terms.j: joint 'j' already driven by actuators[0]",
+    ),
+    (
         "screw_on_revolute",
         doc(extra="actuators: [{name: m, joint: j, transmission: {type: screw, lead: 0.01}}]\n"),
         "actuators[0].transmission: a screw transmission drives a linear port "
@@ -839,3 +877,11 @@ def test_verify_catches_a_broken_record() -> None:
     skew = replace(r, joints=(replace(r.joints[0], axis=(0.0, 0.0, 2.0)), *r.joints[1:]))
     with pytest.raises(RecordError, match=r"joints\[0\]\.axis: not a unit vector"):
         Parse().verify(skew)
+
+
+def test_tendon_actuator_parses(tmp_path: Path) -> None:
+    text = doc(extra="actuators: [{name: m, terms: {j: 0.5}, effort_limits: [-1, 1]}]\n")
+    r = parse(tmp_path, text)
+    (a,) = r.actuators
+    assert a.joint is None and a.terms == (("j", 0.5),) and a.port_terms == (("j", 0.5),)
+    assert r.actuated_joints() == frozenset({"j"})

@@ -26,7 +26,7 @@ from tests.verify.conftest import compile_bundle
 ORACLE_TOL = 1e-12
 
 RECORDS = (("stewart", ["platform"]), ("excavator", ["bucket_tip"]),
-           ("fivebar", ["tool:xy"]))
+           ("fivebar", ["tool:xy"]), ("panda", ["tool"]))
 
 
 def _problem(name: str, spec: list[str], q, E, rng, bounds=None) -> VelocityProblem:

@@ -20,7 +20,9 @@ Mapping (sources: MuJoCo XML reference, https://mujoco.readthedocs.io/en/stable/
   actuator viscous), ``frictionloss`` (joint friction + actuator Coulomb), ``range`` (both
   limits finite), ``stiffness``/``springref`` (1-coordinate joints).
 * **Motors** at the actuator ports with ``gear=1`` (ctrl is the port effort [N·m | N]),
-  ``ctrlrange`` from ``effort_limits``.
+  ``ctrlrange`` from ``effort_limits``; a tendon port becomes a ``<tendon><fixed>`` with its
+  coefficients and the motor acts on the tendon.
+* **Couplings** → ``<equality><joint>`` (two joints at most; ``polycoef`` linear).
 * **Cut joints** → equality constraints between *sites* placed at the chord's joint frames
   ``Jb`` (``A_e`` in body b) and ``Jc`` (``B_e`` in body c), so the anchors in both bodies
   are exact and independent of ``qpos0``:
@@ -270,16 +272,17 @@ def export_mjcf(model: CompiledModel, partition: Partition,
     qpos: dict[str, np.ndarray] = {}
     damping = {j.name: j.damping for j in rec.joints}
     friction = {j.name: j.friction for j in rec.joints}
-    for a in rec.actuators:
-        damping[a.joint] = damping.get(a.joint, 0.0) + a.viscous
-        friction[a.joint] = friction.get(a.joint, 0.0) + a.coulomb
+    for a in rec.actuators:  # drive friction: joint ports only (schema)
+        if a.joint is not None:
+            damping[a.joint] = damping.get(a.joint, 0.0) + a.viscous
+            friction[a.joint] = friction.get(a.joint, 0.0) + a.coulomb
     for k in model.tree_edges:
         j = tree_joint(model, k)
         up, down = ((int(model.parent[k]), int(model.child[k])) if model.sign[k] > 0
                     else (int(model.child[k]), int(model.parent[k])))
         A, B = sp.se3_from_pose(j.parent_frame), sp.se3_from_pose(j.child_frame)
         body = rec.bodies[down]
-        el = etree.SubElement(elements[up], "body", name=body.name)
+        el = etree.SubElement(elements[up], "body", name=mjcf_body(body.name))
         _pose_attrs(el, A * B.inverse())
         elements[down] = el
         if body.mass > 0:
@@ -315,6 +318,7 @@ def export_mjcf(model: CompiledModel, partition: Partition,
             raise CompileError(f"{rec.source}: MJCF export: body '{rec.bodies[v].name}' is "
                                "not in the spanning tree")
     aux_joints, length = _cuts(model, partition, root, elements, world, qpos, pm, timestep)
+    _couplings(model, root, tree_joints)
     _motors(model, root, tree_joints)
     key = etree.SubElement(etree.SubElement(root, "keyframe"), "key", name="assembled")
     # MuJoCo numbers joints in document (pre-)order, auxiliary cut bodies included
@@ -431,17 +435,66 @@ def _cuts(model: CompiledModel, partition: Partition, root: etree._Element,
     return aux, length
 
 
+def mjcf_body(name: str) -> str:
+    """The MJCF name of a record body: its own, except ``world`` (MuJoCo reserves it for its
+    world body; an imported record may hold a fixed body of that name), which is written as
+    ``world.record``."""
+    return "world.record" if name == "world" else name
+
+
+def _couplings(model: CompiledModel, root: etree._Element, tree_joints: list[MjJoint]) -> None:
+    """Linear couplings → ``<equality><joint>``: ``c₁q₁ + c₂q₂ + offset = 0`` is
+    ``q₁ = −offset/c₁ − (c₂/c₁) q₂`` (``polycoef``; the exported joints have ``ref`` 0, so
+    qpos0 = 0); a one-term coupling holds q₁ at ``−offset/c₁``.
+
+    Raises:
+        CompileError: a coupling of more than two joints (a MuJoCo joint equality relates
+            two), or one on a joint that is not a 1-dof tree joint.
+    """
+    if not model.record.couplings:
+        return
+    names = {mj.name for mj in tree_joints if mj.type in ("hinge", "slide")}
+    eq = etree.SubElement(root, "equality")
+    for c in model.record.couplings:
+        if len(c.terms) > 2:
+            raise CompileError(f"{model.record.source}: MJCF export: coupling '{c.name}' "
+                               f"relates {len(c.terms)} joints; a MuJoCo joint equality "
+                               "relates at most two")
+        for n, _ in c.terms:
+            if n not in names:
+                raise CompileError(f"{model.record.source}: MJCF export: coupling '{c.name}' "
+                                   f"involves '{n}', which is not a 1-dof tree joint")
+        (j1, c1), *rest = c.terms
+        poly = [-c.offset / c1, 0.0, 0.0, 0.0, 0.0]
+        el = etree.SubElement(eq, "joint", name=c.name, joint1=j1)
+        if rest:
+            (j2, c2), = rest
+            el.set("joint2", j2)
+            poly[1] = -c2 / c1
+        el.set("polycoef", vec(poly))
+
+
 def _motors(model: CompiledModel, root: etree._Element, tree_joints: list[MjJoint]) -> None:
-    """One ``motor`` per actuator at its port, gear 1 (ctrl = port effort)."""
+    """One ``motor`` per actuator at its port, gear 1 (ctrl = port effort); a tendon port
+    is a ``<tendon><fixed>`` with the port's coefficients, driven by a motor on the tendon."""
     if not model.record.actuators:
         return
     names = {mj.name for mj in tree_joints}
+    tendons = [a for a in model.record.actuators if a.terms]
+    if tendons:
+        ten = etree.SubElement(root, "tendon")
+        for a in tendons:
+            fixed = etree.SubElement(ten, "fixed", name=a.name)
+            for n, coef in a.terms:
+                etree.SubElement(fixed, "joint", joint=n, coef=fmt(coef))
     act = etree.SubElement(root, "actuator")
     for a in model.record.actuators:
-        if a.joint not in names:
-            raise CompileError(f"{model.record.source}: MJCF export: actuator '{a.name}' "
-                               f"drives '{a.joint}', which is not a 1-dof tree joint")
-        el = etree.SubElement(act, "motor", name=a.name, joint=a.joint, gear="1")
+        for n, _ in a.port_terms:
+            if n not in names:
+                raise CompileError(f"{model.record.source}: MJCF export: actuator '{a.name}' "
+                                   f"drives '{n}', which is not a 1-dof tree joint")
+        port = {"tendon": a.name} if a.terms else {"joint": str(a.joint)}
+        el = etree.SubElement(act, "motor", name=a.name, **port, gear="1")
         if a.effort_limits is not None:
             el.set("ctrllimited", "true")
             el.set("ctrlrange", vec(a.effort_limits))

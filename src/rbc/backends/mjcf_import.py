@@ -22,6 +22,13 @@ essentials:
   what MuJoCo computes. ``weld`` → a fixed joint (relative pose at ``qpos0`` unless
   ``relpose`` is given). ``equality joint`` → a linear coupling (nonlinear ``polycoef`` is
   an error).
+* **Tendons.** A ``<fixed>`` tendon is the linear combination ``ℓ = Σ coef·qpos`` of hinge and
+  slide joints; an actuator on it becomes an actuator whose port is that combination
+  (``terms``) — with a joint equality tying the joints (Menagerie's Panda fingers) it is the
+  physical gripper: one motor, two coupled fingers. A fixed tendon's passive properties
+  (stiffness, damping, friction, limits) are not imported (a warning lists them).
+  ``<spatial>`` tendons (routed through sites and wrapping geoms: a configuration-dependent
+  path) are refused.
 * **Angles.** ``compiler angle`` (default **degree**) converts ``euler``, ``axisangle`` and
   hinge ``range``/``ref``/``springref``; quaternions are never converted.
 
@@ -58,7 +65,9 @@ from rbc.ir import spatial
 _IGNORED_SECTIONS = ("option", "size", "visual", "statistic", "asset", "contact", "sensor",
                      "custom", "extension")
 _SUPPORTED_SECTIONS = ("compiler", "default", "worldbody", "equality", "actuator", "keyframe",
-                       *_IGNORED_SECTIONS)
+                       "tendon", *_IGNORED_SECTIONS)
+#: Passive properties of a fixed tendon the record cannot hold (dropped with a warning).
+_TENDON_PASSIVE = ("stiffness", "damping", "frictionloss", "limited", "range", "springlength")
 _BODY_CHILDREN = ("inertial", "joint", "freejoint", "geom", "site", "camera", "light", "body")
 _JOINT_TYPES = {"hinge": "revolute", "slide": "prismatic", "ball": "spherical", "free": "free"}
 _NQ = {"hinge": 1, "slide": 1, "ball": 4, "free": 7}
@@ -616,7 +625,7 @@ def import_mjcf(path: str | Path, *, repair_inertia: bool = False) -> ImportResu
     joints += loop_joints
     _initials(ctx, bodies, joints, qpos0, key_name, by_name, mj if mj is not None else None,
               path, root)
-    actuators = _actuators(ctx, root, bodies, joints)
+    actuators = _actuators(ctx, root, bodies, joints, _tendons(ctx, root, bodies))
 
     record: dict = {"rbc": 1, "name": root.get("model", path.stem)}
     if gravity is not None:
@@ -869,8 +878,67 @@ def _joint_equality(ctx: _Ctx, el, a: dict, name: str, jointmap: dict[str, _Join
     return {"name": name, "type": "linear", "terms": terms, "offset": float(offset)}
 
 
-def _actuators(ctx: _Ctx, root, bodies: list[_Body], joints: list[dict]) -> list[dict]:
-    """Joint actuators with gear transmissions and effort limits at the joint."""
+def _tendons(ctx: _Ctx, root, bodies: list[_Body]) -> dict[str, dict[str, float]]:
+    """Fixed tendons ``{name: {joint: coef}}`` (coefficients of the same joint summed).
+
+    Raises:
+        ModelImportError: a spatial tendon, an unnamed or repeated tendon, a joint that is
+            not a hinge or slide, or an unsupported element.
+    """
+    kinds = {j.name: j.kind for b in bodies for j in b.joints}
+    out: dict[str, dict[str, float]] = {}
+    for sec in root.findall("tendon"):
+        for el in sec:
+            if not isinstance(el.tag, str):
+                continue
+            if el.tag == "spatial":
+                raise ctx.error(el, f"spatial tendon '{el.get('name', '')}': its length follows "
+                                "a path through sites and wrapping geoms (configuration "
+                                "dependent); only fixed tendons (linear combinations of joint "
+                                "coordinates) can be imported")
+            if el.tag != "fixed":
+                raise ctx.error(el, f"unsupported tendon <{el.tag}>", choices=("fixed",),
+                                got=el.tag)
+            a = _resolve(ctx, el, "main")
+            name = a.get("name")
+            if not name:
+                raise ctx.error(el, "a fixed tendon needs a 'name' (actuators refer to it)")
+            if name in out:
+                raise ctx.error(el, f"tendon '{name}' is defined twice")
+            terms: dict[str, float] = {}
+            for j in el:
+                if not isinstance(j.tag, str):
+                    continue
+                if j.tag != "joint":
+                    raise ctx.error(j, f"unsupported element <{j.tag}> in a fixed tendon",
+                                    choices=("joint",), got=j.tag)
+                jn = j.get("joint")
+                if jn not in kinds:
+                    raise ctx.error(j, f"tendon joint '{jn}' is not a joint",
+                                    choices=sorted(kinds), got=jn)
+                if kinds[jn] not in ("hinge", "slide"):
+                    raise ctx.error(j, f"tendon joint '{jn}' is a {kinds[jn]} joint; fixed "
+                                    "tendons combine hinge and slide joints")
+                coef = _nums(ctx, j, dict(j.attrib), "coef", 1)
+                if coef is None:
+                    raise ctx.error(j, "missing 'coef'")
+                terms[jn] = terms.get(jn, 0.0) + coef[0]
+            if not any(terms.values()):
+                raise ctx.error(el, f"fixed tendon '{name}' has no joint with a nonzero coef")
+            passive = [k for k in _TENDON_PASSIVE if k in a]
+            if passive:
+                ctx.warnings.append(f"tendon '{name}' (line {el.sourceline}): "
+                                    f"{', '.join(passive)} not imported (a record port has no "
+                                    "tendon spring, damping, friction or limits)")
+                ctx.drop("tendon passive properties")
+            out[name] = terms
+    return out
+
+
+def _actuators(ctx: _Ctx, root, bodies: list[_Body], joints: list[dict],
+               tendons: dict[str, dict[str, float]]) -> list[dict]:
+    """Actuators with gear transmissions and effort limits at the port: a joint, or a fixed
+    tendon (the port ``ℓ = Σ coef·q``, written as ``terms``)."""
     kinds = {j.name: j.kind for b in bodies for j in b.joints}
     out: list[dict] = []
     taken: set[str] = set()
@@ -883,28 +951,37 @@ def _actuators(ctx: _Ctx, root, bodies: list[_Body], joints: list[dict]) -> list
                 raise ctx.error(el, f"unsupported actuator <{el.tag}>", choices=_ACTUATORS,
                                 got=el.tag)
             a = _resolve(ctx, el, "main")
-            for t in ("tendon", "site", "body", "cranksite", "slidersite"):
+            for t in ("site", "body", "cranksite", "slidersite"):
                 if t in a:
                     raise ctx.error(el, f"actuator transmission '{t}' is not supported "
-                                    "(only joint transmissions)")
-            jn = a.get("joint", a.get("jointinparent"))
-            if jn not in kinds:
-                raise ctx.error(el, f"actuator joint '{jn}' is not a joint",
-                                choices=sorted(kinds), got=jn)
-            if kinds[jn] not in ("hinge", "slide"):
-                raise ctx.error(el, f"actuator on the {kinds[jn]} joint '{jn}': only hinge and "
-                                "slide joints can be actuated in a record")
-            name = _unique(a.get("name") or f"{jn}_actuator", names)
-            if jn in taken:
-                ctx.warnings.append(f"actuator '{name}': joint '{jn}' already has an actuator "
-                                    "(dropped)")
+                                    "(only joint and fixed-tendon transmissions)")
+            if "tendon" in a:
+                tn = a["tendon"]
+                if tn not in tendons:
+                    raise ctx.error(el, f"actuator tendon '{tn}' is not a fixed tendon",
+                                    choices=sorted(tendons), got=tn)
+                port: dict = {"terms": dict(tendons[tn])}
+                joint_names, label = list(tendons[tn]), f"tendon '{tn}'"
+            else:
+                jn = a.get("joint", a.get("jointinparent"))
+                if jn not in kinds:
+                    raise ctx.error(el, f"actuator joint '{jn}' is not a joint",
+                                    choices=sorted(kinds), got=jn)
+                if kinds[jn] not in ("hinge", "slide"):
+                    raise ctx.error(el, f"actuator on the {kinds[jn]} joint '{jn}': only hinge "
+                                    "and slide joints can be actuated in a record")
+                port, joint_names, label = {"joint": jn}, [jn], f"joint '{jn}'"
+            name = _unique(a.get("name") or f"{joint_names[0]}_actuator", names)
+            if taken & set(joint_names):
+                ctx.warnings.append(f"actuator '{name}': {label} is already driven by an "
+                                    "actuator (dropped)")
                 ctx.drop("second actuators on a joint")
                 continue
-            taken.add(jn)
+            taken.update(joint_names)
             gear = _nums(ctx, el, a, "gear", None, [1.0])[0]
             if gear <= 0.0:
                 raise ctx.error(el, f"gear {gear} ≤ 0 cannot be written as a transmission ratio")
-            entry: dict = {"name": name, "joint": jn,
+            entry: dict = {"name": name, **port,
                            "transmission": {"type": "direct"} if gear == 1.0 else
                            {"type": "gear", "ratio": gear}}
             limits = _effort_limits(ctx, el, a, gear)
@@ -949,6 +1026,9 @@ def _header(ctx: _Ctx, path: Path, root, key_name: str | None, key_names: list[s
              "quaternions (w, x, y, z).",
              "connect equalities -> spherical joints (second anchor from qpos0), weld -> fixed, "
              "joint equality -> linear coupling."]
+    if root.find("tendon") is not None:
+        lines.append("Fixed tendons: an actuator on a tendon drives the port Σ coef·q of its "
+                     "joints (`terms`).")
     if dropped:
         lines.append("Dropped sections: " + ", ".join(dropped) + ".")
     if ctx.dropped:

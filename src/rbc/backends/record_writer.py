@@ -331,8 +331,9 @@ def apply_overlay(result: ImportResult, path: str | Path) -> ImportResult:
 
     The overlay is a mapping with ``rbc_overlay: 1`` and any of: ``actuators``,
     ``couplings``, ``forces``, ``supports``, ``tasks``, ``independent`` (lists appended to the
-    imported record's), and ``bodies``/``joints`` (lists of ``{name: …, key: value, …}``
-    patches: each key of an entry of that name is set). It is read with ``yaml.safe_load``;
+    imported record's; an ``actuators`` entry named like an imported actuator patches it
+    instead), and ``bodies``/``joints`` (lists of ``{name: …, key: value, …}`` patches: each
+    key of an entry of that name is set). It is read with ``yaml.safe_load``;
     the merged record is checked by the record parser when written (:func:`write_record`).
 
     Raises:
@@ -361,9 +362,18 @@ def apply_overlay(result: ImportResult, path: str | Path) -> ImportResult:
             continue
         if not isinstance(value, list):
             raise ModelImportError(p, str(key), "expected a list")
+        if key == "actuators":  # an imported actuator's name patches it (e.g. a speed limit)
+            named = {e.get("name"): e for e in record.get(key, []) if isinstance(e, dict)}
+            patches = [e for e in value if isinstance(e, dict) and e.get("name") in named]
+            for patch in patches:
+                named[patch["name"]].update({k: v for k, v in patch.items() if k != "name"})
+            value = [e for e in value if not (isinstance(e, dict) and e.get("name") in named)]
+            if patches:
+                counts.append(f"{len(patches)} actuators patched")
         if key in OVERLAY_APPEND:
             record[key] = [*record.get(key, []), *value]
-            counts.append(f"{len(value)} {key} added")
+            if value or key != "actuators":
+                counts.append(f"{len(value)} {key} added")
             continue
         entries = {e.get("name"): e for e in record.get(key, []) if isinstance(e, dict)}
         for i, patch in enumerate(value):

@@ -54,7 +54,7 @@ def inspect_command(
         for note in s["mode_notes"]:
             con.print(f"  [dim]note: {note}[/dim]")
     if s["actuators"]:
-        con.print("  actuators: " + ", ".join(f"{a['name']}→{a['joint']}" for a in s["actuators"]))
+        con.print("  actuators: " + ", ".join(f"{a['name']}→{_port(a)}" for a in s["actuators"]))
     if s["chords"]:
         t = Table(title="closure paths", title_justify="left")
         for col in ("chord", "|P|", "lowest common ancestor"):
@@ -70,3 +70,10 @@ def inspect_command(
             t.add_row(str(i), ", ".join(m["chords"]), ", ".join(m["couplings"]) or "-",
                       str(m["size"]), str(m["variables"]))
         con.print(t)
+
+
+def _port(a: dict) -> str:
+    """A joint port's joint, or a tendon port as ``0.5·j1 + 0.5·j2``."""
+    if a["joint"] is not None:
+        return a["joint"]
+    return " + ".join(f"{c:g}·{n}" for n, c in a["terms"].items())

@@ -106,7 +106,9 @@ def plan_command(
               f"({s['steps']} RK4 steps, partition {s['partition']})")
     con.print(f"  task error ‖e_x‖: initial {s['error_initial']:.3g}, final "
               f"{s['error_final']:.3g}, max {s['error_max']:.3g} (m, rad)")
-    con.print(f"  stroke preference Φ: {s['phi_initial']:.4g} → {s['phi_final']:.4g}")
+    phi = [f"{x:.4g}" if x is not None else "∞ (a coordinate at its limit)"
+           for x in (s["phi_initial"], s["phi_final"])]
+    con.print(f"  stroke preference Φ: {phi[0]} → {phi[1]}")
     if s["bounds_active"]:
         con.print("  bounds active: " + ", ".join(f"{n} ({c} steps)"
                                                   for n, c in s["bounds_active"].items()))

@@ -206,28 +206,37 @@ class Transmission:
 
 @dataclass(frozen=True)
 class Actuator:
-    """An actuator driving the port coordinate of ``joint`` through a transmission.
+    """An actuator driving a port through a transmission: the coordinate of ``joint``, or a
+    fixed tendon, the linear combination ``ℓ = Σ_k c_k q_k`` of 1-coordinate joints
+    (``terms``; ``joint`` is then None).
 
     Attributes:
         effort_limits: ``(lower, upper)`` at the port [N·m | N] or None.
         speed_limit: at the port [rad/s | m/s] or None.
         rotor_inertia: motor rotor inertia I_m [kg·m²]; reflected α = I_m·N².
         viscous, coulomb: drive friction at the port.
+        terms: ``((joint, c_k), …)`` of a tendon port (empty for a joint port).
     """
 
     name: str
-    joint: str
+    joint: str | None
     transmission: Transmission = Transmission()
     rotor_inertia: float = 0.0
     effort_limits: tuple[float, float] | None = None
     speed_limit: float | None = None
     viscous: float = 0.0
     coulomb: float = 0.0
+    terms: tuple[tuple[str, float], ...] = ()
 
     @property
     def has_drive_data(self) -> bool:
         """True when the actuator carries drive data (rotor inertia or drive friction)."""
         return self.rotor_inertia != 0.0 or self.viscous != 0.0 or self.coulomb != 0.0
+
+    @property
+    def port_terms(self) -> tuple[tuple[str, float], ...]:
+        """``((joint, c_k), …)`` of the port ``ℓ = Σ c_k q_k`` (a joint port: one term, 1)."""
+        return self.terms if self.terms else ((str(self.joint), 1.0),)
 
 
 @dataclass(frozen=True)
@@ -369,5 +378,5 @@ class Record:
         return {j.name: i for i, j in enumerate(self.joints)}
 
     def actuated_joints(self) -> frozenset[str]:
-        """Names of joints that carry an actuator."""
-        return frozenset(a.joint for a in self.actuators)
+        """Names of joints that carry an actuator (every joint of a tendon port)."""
+        return frozenset(n for a in self.actuators for n, _ in a.port_terms)

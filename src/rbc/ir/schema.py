@@ -642,14 +642,22 @@ ACTUATOR_KEYS = (
     "speed_limit",
     "viscous",
     "coulomb",
+    "terms",
 )
 
 
 def _actuator(ctx: _Ctx, path: str, value: Any) -> Actuator:
     r = _Reader(ctx, path, value, ACTUATOR_KEYS)
+    terms = _terms(ctx, r) if r.has("terms") else ()
+    if bool(terms) == r.has("joint"):
+        raise ctx.error(r.at("joint") if r.has("joint") else path,
+                        "an actuator has either 'joint' (a joint port) or 'terms' (a fixed "
+                        "tendon, the port ℓ = Σ c·q over 1-coordinate joints)",
+                        expected="joint: NAME, or terms: {joint: coefficient, ...}")
     return Actuator(
+        terms=terms,
         name=r.get("name", _string),
-        joint=r.get("joint", _string),
+        joint=r.get("joint", _string, None),
         transmission=r.get("transmission", _transmission, Transmission()),
         rotor_inertia=r.get("rotor_inertia", _nonneg, 0.0),
         effort_limits=r.get("effort_limits", _effort_limits, None),
@@ -659,17 +667,22 @@ def _actuator(ctx: _Ctx, path: str, value: Any) -> Actuator:
     )
 
 
-def _coupling(ctx: _Ctx, path: str, value: Any) -> Coupling:
-    r = _Reader(ctx, path, value, ("name", "type", "terms", "offset"))
+def _terms(ctx: _Ctx, r: _Reader) -> tuple[tuple[str, float], ...]:
+    """The ``terms: {joint: coefficient, ...}`` mapping of a coupling or a tendon port."""
     terms = r.sub("terms", _keys(r.data["terms"])) if r.has("terms") else None
     if terms is None or not terms.data:
         raise ctx.error(
             r.at("terms"), "missing or empty 'terms'", expected="{joint: coefficient, ...}"
         )
+    return tuple((k, terms.get(k, _number)) for k in terms.data)
+
+
+def _coupling(ctx: _Ctx, path: str, value: Any) -> Coupling:
+    r = _Reader(ctx, path, value, ("name", "type", "terms", "offset"))
     return Coupling(
         name=r.get("name", _string),
         type=r.get("type", _choice(COUPLING_TYPES)),
-        terms=tuple((k, terms.get(k, _number)) for k in terms.data),
+        terms=_terms(ctx, r),
         offset=r.get("offset", _number, 0.0),
     )
 
@@ -846,6 +859,45 @@ def _check_one_coordinate(
     return joint
 
 
+def _check_actuator(ctx: _Ctx, i: int, a: Actuator, joints: Mapping[str, Joint],
+                    driven: dict[str, int]) -> None:
+    """A joint port or a tendon port (its terms): 1-coordinate joints driven once; a tendon
+    port over joints of one kind (its displacement has one unit), with nonzero coefficients
+    and without drive data (rotor inertia or drive friction at a multi-joint port would
+    couple its joints' inertia; not supported)."""
+    where = f"actuators[{i}].joint" if a.joint is not None else f"actuators[{i}].terms"
+    kinds = set()
+    for name, coef in a.port_terms:
+        at = where if a.joint is not None else f"{where}.{name}"
+        joint = _check_one_coordinate(ctx, at, name, joints, "actuated")
+        kinds.add("prismatic" if joint.type == "prismatic" else "angular")
+        if name in driven:
+            raise ctx.error(at, f"joint '{name}' already driven by actuators[{driven[name]}]",
+                            expected="at most one actuator per joint")
+        driven[name] = i
+        if coef == 0.0:
+            raise ctx.error(at, f"coefficient of '{name}' is zero",
+                            expected="a nonzero coefficient")
+    if a.terms:
+        if len(kinds) > 1:
+            raise ctx.error(where, "a tendon port mixes prismatic and angular joints (its "
+                            "displacement would have no single unit)",
+                            expected="terms over prismatic joints only, or angular only")
+        for key in ("rotor_inertia", "viscous", "coulomb"):
+            if getattr(a, key):
+                raise ctx.error(f"actuators[{i}].{key}", f"{key} on a tendon port is not "
+                                "supported (it would couple the inertia or friction of the "
+                                "tendon's joints)", expected="0, or a joint port")
+    if a.transmission.type == "screw" and kinds != {"prismatic"}:
+        what = (f"joint '{a.joint}' is {joints[a.joint].type}" if a.joint is not None
+                else "the tendon's joints are angular")
+        raise ctx.error(
+            f"actuators[{i}].transmission",
+            f"a screw transmission drives a linear port but {what}",
+            expected="a prismatic joint, or a direct/gear transmission",
+        )
+
+
 def check_record(record: Record, file: str | Path | None = None) -> None:
     """Semantic checks of a parsed record (references, uniqueness, physics, roots).
 
@@ -874,20 +926,7 @@ def check_record(record: Record, file: str | Path | None = None) -> None:
     joints = {j.name: j for j in record.joints}
     driven: dict[str, int] = {}
     for i, a in enumerate(record.actuators):
-        joint = _check_one_coordinate(ctx, f"actuators[{i}].joint", a.joint, joints, "actuated")
-        if a.joint in driven:
-            raise ctx.error(
-                f"actuators[{i}].joint",
-                f"joint '{a.joint}' already driven by actuators[{driven[a.joint]}]",
-                expected="at most one actuator per joint",
-            )
-        driven[a.joint] = i
-        if a.transmission.type == "screw" and joint.type != "prismatic":
-            raise ctx.error(
-                f"actuators[{i}].transmission",
-                f"a screw transmission drives a linear port but joint '{a.joint}' is {joint.type}",
-                expected="a prismatic joint, or a direct/gear transmission",
-            )
+        _check_actuator(ctx, i, a, joints, driven)
     for i, c in enumerate(record.couplings):
         for name, _ in c.terms:
             _check_one_coordinate(ctx, f"couplings[{i}].terms.{name}", name, joints, "coupled")

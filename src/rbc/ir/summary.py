@@ -75,6 +75,13 @@ def summarize(path: str | Path) -> dict:
                                    sup["friction"][()], strict=True)]
         actuators = strings(h5["interfaces/actuators/name"])
         act_edges = h5["interfaces/actuators/edge"][()].tolist()
+        acts = h5["interfaces/actuators"]
+        if "terms_ptr" in acts:  # tendon ports: {joint: coefficient}
+            tp, te, tc = acts["terms_ptr"][()], acts["terms_edge"][()], acts["terms_coef"][()]
+            act_terms = [{edge_name[int(te[n])]: float(tc[n]) for n in range(tp[i], tp[i + 1])}
+                         for i in range(len(actuators))]
+        else:
+            act_terms = [{edge_name[k]: 1.0} for k in act_edges]
         return {
             "name": str(meta["record_name"]),
             "bodies": bodies,
@@ -99,8 +106,8 @@ def summarize(path: str | Path) -> dict:
             "nv": int(coords["nv"]),
             "nq_tree": int(coords["nq_tree"]),
             "nv_tree": int(coords["nv_tree"]),
-            "actuators": [{"name": a, "joint": edge_name[k]}
-                          for a, k in zip(actuators, act_edges, strict=True)],
+            "actuators": [{"name": a, "joint": edge_name[k] if k >= 0 else None, "terms": t}
+                          for a, k, t in zip(actuators, act_edges, act_terms, strict=True)],
             "partitions": partitions,
             "modes": sorted(modes, key=lambda m: (len(m["supports"]), m["name"])),
             "mode_notes": notes,

@@ -35,7 +35,7 @@ from rbc.errors import RbcError
 from rbc.ir.record import JointEffort, SpringForce
 from rbc.model.augmented import AugmentedTree, augmented_geometry
 from rbc.model.compiled import CompiledModel, Partition
-from rbc.model.interfaces import ports
+from rbc.model.interfaces import actuator_map, ports
 from rbc.model.kinematics import frame_jacobian
 from rbc.model.partition import Lift, curvature, lift_from_jacobian
 from rbc.model.tree import TreeModel, build_tree, joint_space_inertia
@@ -158,9 +158,11 @@ def _coefficients(k: CompiledModel) -> _Coefficients:
             stiffness[sl] = j.spring.stiffness
             rest[sl] = j.spring.rest
             q_index[sl] = k.q_slice(e).start
-    for a, col in zip(k.record.actuators, ports(k).columns, strict=True):
-        damping[col] += a.viscous
-        friction[col] += a.coulomb
+    for a in k.record.actuators:  # drive friction: joint ports only (schema)
+        if a.joint is not None:
+            col = int(k.v_offset[k.edge(a.joint)])
+            damping[col] += a.viscous
+            friction[col] += a.coulomb
     return _Coefficients(damping, friction, stiffness, rest, q_index)
 
 
@@ -294,7 +296,7 @@ def reduced_terms(
     if wrenches:
         tau += wrench_efforts(dm, q, wrenches)
     if f is not None:
-        tau[ports(k).columns] += np.asarray(f, dtype=float)
+        tau += ports(k).jacobian.T @ np.asarray(f, dtype=float)
     M_r = ET.T @ tt.M @ ET
     h_r = ET.T @ (tt.h + tt.M @ edu[:nt])
     return ReducedTerms(M_r, h_r, L.E.T @ tau, L.E.T @ coul, v, edu, L, tt, tau,
@@ -361,7 +363,7 @@ def actuator_efforts(dm: DynamicsModel, terms: ReducedTerms, udot: np.ndarray) -
     Solves ``Lᵀ f = M_r u̇ + h_r − τ_r`` with ``L = J_ℓ E``; the loads in ``terms`` should
     not already include port efforts.
     """
-    L = terms.lifted.E[ports(dm.kin).columns]
+    L = actuator_map(dm.kin, terms.lifted.E)
     return np.linalg.lstsq(L.T, inverse_dynamics(terms, udot), rcond=None)[0]
 
 

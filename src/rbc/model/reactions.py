@@ -361,7 +361,7 @@ def _joint_efforts(dm: DynamicsModel, q: np.ndarray, v: np.ndarray, f: np.ndarra
     smooth, coulomb = joint_passive_efforts(dm, q, v)
     tau = smooth + coulomb
     if f is not None and len(f):
-        tau[ports(dm.kin).columns] += np.asarray(f, dtype=float)
+        tau += ports(dm.kin).jacobian.T @ np.asarray(f, dtype=float)
     return tau
 
 

@@ -181,6 +181,8 @@ def _armature(model: CompiledModel, rotor: bool) -> dict[int, float]:
             out[model.edge(j.name)] = out.get(model.edge(j.name), 0.0) + j.armature
     if rotor:
         for a in model.record.actuators:
+            if a.joint is None:  # a tendon port carries no rotor inertia (schema)
+                continue
             k = model.edge(a.joint)
             out[k] = out.get(k, 0.0) + a.rotor_inertia * a.transmission.reduction ** 2
     chords = set(model.chord_edges)

@@ -187,7 +187,13 @@ class Codegen:
         bodies = rec.body_index()
         out.put("/interfaces/actuators/name", [a.name for a in rec.actuators])
         out.put("/interfaces/actuators/edge",
-                np.array([edges[a.joint] for a in rec.actuators], dtype=np.int64))
+                np.array([edges[a.joint] if a.joint is not None else -1
+                          for a in rec.actuators], dtype=np.int64))
+        ptr, flat = _csr([tuple(edges[n] for n, _ in a.port_terms) for a in rec.actuators])
+        out.put("/interfaces/actuators/terms_ptr", ptr)
+        out.put("/interfaces/actuators/terms_edge", flat)
+        out.put("/interfaces/actuators/terms_coef",
+                np.array([c for a in rec.actuators for _, c in a.port_terms], dtype=float))
         out.put("/interfaces/actuators/transmission", [a.transmission.type for a in rec.actuators])
         out.put("/interfaces/actuators/reduction",
                 np.array([a.transmission.reduction for a in rec.actuators], dtype=float))

@@ -264,4 +264,4 @@ def lift_reference(dm: DynamicsModel, part: Partition, ref: SplinedReference,
             tx[name][0][k], tx[name][1][k] = xt[:3], (J[-3:] @ u[k])
         if progress is not None:
             progress((k + 1) / n)
-    return LiftedReference(time, q, u, ud, v, a, q[:, pm.q_index], v[:, pm.columns], tx)
+    return LiftedReference(time, q, u, ud, v, a, q @ pm.q_matrix.T, v @ pm.jacobian.T, tx)

@@ -27,6 +27,7 @@ import numpy as np
 from rbc.errors import RbcError, UsageError
 from rbc.model.compiled import CompiledModel, Partition
 from rbc.model.dynamics import DynamicsModel
+from rbc.model.interfaces import port_unit
 from rbc.model.partition import lift
 from rbc.model.solve import SolveError, get_partition, solve_named
 from rbc.sim.backends import Backend, backend_class
@@ -304,9 +305,7 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
 def _port_units(kin: CompiledModel) -> list[tuple[str, tuple[str, str]]]:
     """Per actuator ``(displacement unit, effort unit)``: a prismatic port moves in m and
     takes N; a revolute or helical port turns in rad and takes N·m."""
-    joints = kin.record.joint_index()
-    return [(a.name, ("m", "N") if kin.record.joints[joints[a.joint]].type == "prismatic"
-             else ("rad", "N·m")) for a in kin.record.actuators]
+    return [(a.name, port_unit(kin, i)) for i, a in enumerate(kin.record.actuators)]
 
 
 def _rms(x: np.ndarray) -> float:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rbc.model.compiled import CompiledModel
-from rbc.model.interfaces import actuator_map
+from rbc.model.interfaces import actuator_map, port_unit
 from rbc.tasks.preference import strokes
 
 #: Stroke damper rate γ [1/s]: within a distance d of a limit a coordinate may move toward it
@@ -57,11 +57,6 @@ class Bounds:
         return np.maximum(0.0, np.maximum(y - self.upper, self.lower - y))
 
 
-def _unit(model: CompiledModel, joint: str) -> str:
-    j = model.record.joints[model.record.joint_index()[joint]]
-    return "m/s" if j.type == "prismatic" else "rad/s"
-
-
 def kinematic_bounds(model: CompiledModel, q: np.ndarray, E: np.ndarray, *,
                      speed_scale: float = 1.0, stroke_rate: float = STROKE_RATE) -> Bounds:
     """Speed and stroke bounds at q with the lift E (nv, n_u) (module docstring).
@@ -79,7 +74,7 @@ def kinematic_bounds(model: CompiledModel, q: np.ndarray, E: np.ndarray, *,
         rows.append(L[i])
         lo.append(-s)
         hi.append(s)
-        names.append(f"speed of {a.name} (|ℓ̇| ≤ {s:.4g} {_unit(model, a.joint)})")
+        names.append(f"speed of {a.name} (|ℓ̇| ≤ {s:.4g} {port_unit(model, i)[0]}/s)")
         kinds.append("speed")
     if np.isfinite(stroke_rate):
         st = strokes(model)

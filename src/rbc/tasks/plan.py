@@ -188,8 +188,8 @@ def summary(res: PlanResult) -> dict:
         "independent": list(res.independent), "duration": float(res.time[-1]),
         "steps": int(res.time.size - 1),
         "error_initial": float(err[0]), "error_final": float(err[-1]),
-        "error_max": float(err.max()), "phi_initial": float(res.phi[0]),
-        "phi_final": float(res.phi[-1]), "phi_max_increase": float(
+        "error_max": float(err.max()), "phi_initial": _finite(res.phi[0]),
+        "phi_final": _finite(res.phi[-1]), "phi_max_increase": _finite(
             np.max(np.diff(res.phi), initial=0.0)),
         "slack_max": float(slack.max()), "relaxed_steps": int(res.relaxed.sum()),
         "bounds_active": {n: int(c) for n, c in zip(res.bounds, counts, strict=True) if c},
@@ -198,6 +198,11 @@ def summary(res: PlanResult) -> dict:
         "strokes_max": {n: float(v) for n, v in zip(res.stroke_names,
                                                      res.strokes.max(axis=0), strict=True)},
     }
+
+
+def _finite(x: float) -> float | None:
+    """x, or None (JSON null) where Φ is infinite: a coordinate at its limit."""
+    return float(x) if np.isfinite(x) else None
 
 
 def write_plan(res: PlanResult, out_dir: str | Path, *, sample_dt: float = DEFAULT_SAMPLE_DT,

@@ -61,7 +61,7 @@ def mjcf_readback(model: CompiledModel, mjcf_path: str | Path,
     """
     import mujoco
 
-    from rbc.backends.mjcf_export import mj_joints, velocity_block
+    from rbc.backends.mjcf_export import mj_joints, mjcf_body, velocity_block
     from rbc.model.dynamics import DynamicsData, DynamicsModel, tree_terms
 
     part = partition or _default_partition(model)
@@ -72,7 +72,7 @@ def mjcf_readback(model: CompiledModel, mjcf_path: str | Path,
     errs = {"mass": 0.0, "com": 0.0, "inertia": 0.0}
     worst = ""
     for b in rec.bodies:
-        i = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, b.name)
+        i = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, mjcf_body(b.name))
         R = sp.rotation_from_quat(m.body_iquat[i])
         tensor = R @ np.diag(m.body_inertia[i]) @ R.T
         e = {"mass": _rel([m.body_mass[i]], [max(b.mass, 1e-300)]) if b.mass else

@@ -396,7 +396,7 @@ def problem(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, u: np.ndarray,
     if wrenches:
         tau += wrench_efforts(dm, q, wrenches)
     if f is not None:
-        tau[ports(k).columns] += np.asarray(f, dtype=float)
+        tau += ports(k).jacobian.T @ np.asarray(f, dtype=float)
     gamma, rate = cut_drift(dm, data, q, v)
     gamma = np.concatenate([gamma, coupling_rows(dm, rows, rate)[1]])
     return KKTProblem(rows, J, gamma, ns, tt.M, tt.h, tau, v)

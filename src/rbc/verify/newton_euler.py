@@ -218,7 +218,9 @@ class NewtonEuler:
             elif isinstance(fo, JointEffort):
                 efforts[fo.joint] = efforts[fo.joint] + fo.value
         armature = {j.name: j.armature for j in rec.joints}
-        acts = {a.joint: (a, i) for i, a in enumerate(rec.actuators)}
+        # joint → (actuator, index, coefficient): a tendon port pulls on each of its joints
+        # with c_k f (it has no drive data, the schema refuses it)
+        acts = {n: (a, i, c) for i, a in enumerate(rec.actuators) for n, c in a.port_terms}
         G_rows, gam, joints = [], [], []
         rates: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # joint: (k_j, κ_j)
         row = 0
@@ -263,10 +265,10 @@ class NewtonEuler:
                 tau = tau - j.spring.stiffness * (qj - j.spring.rest)
             alpha = armature.get(j.name, 0.0)
             if j.name in acts:
-                act, ia = acts[j.name]
+                act, ia, coef = acts[j.name]
                 tau = tau - act.viscous * qd - act.coulomb * np.sign(qd)
                 if f is not None:
-                    tau = tau + f[ia]
+                    tau = tau + coef * f[ia]
                 alpha += act.rotor_inertia * act.transmission.reduction ** 2
             F += kj.T @ tau
             kappa = np.linalg.pinv(S) @ bias  # q̈_j = k_j x + κ_j

@@ -23,7 +23,7 @@ import mujoco
 import numpy as np
 import pinocchio as pin
 
-from rbc.backends.mjcf_export import DIRECT_CUT_TYPES, export_mjcf, velocity_block
+from rbc.backends.mjcf_export import DIRECT_CUT_TYPES, export_mjcf, mjcf_body, velocity_block
 from rbc.ir import spatial as sp
 from rbc.model.compiled import root_joint
 from rbc.model.tree import tree_joint
@@ -62,16 +62,21 @@ class MujocoBackend(Backend):
         mujoco.mj_resetDataKeyframe(m, d, mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY,
                                                              "assembled"))
         d.qvel[:] = _qvel(plant, exp, m, np.asarray(q0, float), np.asarray(v0, float))
-        joints = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, a.joint)
-                  for a in plant.record.actuators]
-        self.qadr = np.array([m.jnt_qposadr[j] for j in joints], dtype=np.int64)
-        self.dadr = np.array([m.jnt_dofadr[j] for j in joints], dtype=np.int64)
-        self.tasks = [(t.name, mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, t.body),
+        # ports ℓ = Σ c_k q_k (one term for a joint port) over MuJoCo's qpos and qvel
+        acts = plant.record.actuators
+        self.Pq, self.Pv = np.zeros((len(acts), m.nq)), np.zeros((len(acts), m.nv))
+        for i, a in enumerate(acts):
+            for name, coef in a.port_terms:
+                jid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)
+                self.Pq[i, m.jnt_qposadr[jid]] += coef
+                self.Pv[i, m.jnt_dofadr[jid]] += coef
+        self.tasks = [(t.name, mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, mjcf_body(t.body)),
                        sp.se3_from_pose(t.pose).translation) for t in plant.record.tasks]
-        self.eq_sites = np.array([(m.eq_obj1id[i], m.eq_obj2id[i]) for i in range(m.neq)],
+        loops = [i for i in range(m.neq) if m.eq_objtype[i] == mujoco.mjtObj.mjOBJ_SITE]
+        self.eq_sites = np.array([(m.eq_obj1id[i], m.eq_obj2id[i]) for i in loops],
                                  dtype=np.int64).reshape(-1, 2)
         self.gap_names = tuple(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_EQUALITY, i)
-                               for i in range(m.neq))
+                               for i in loops)
         self.gravity = np.array(m.opt.gravity)
         mujoco.mj_forward(m, d)
 
@@ -79,9 +84,9 @@ class MujocoBackend(Backend):
         m, d = self.m, self.d
         d.ctrl[:] = f
         for _ in range(steps):
-            ell0 = d.qpos[self.qadr].copy()
+            ell0 = self.Pq @ d.qpos
             mujoco.mj_step(m, d)
-            self.work_actuators += float(f @ (d.qpos[self.qadr] - ell0))
+            self.work_actuators += float(f @ (self.Pq @ d.qpos - ell0))
             self.work_passive += float(d.qfrc_passive @ d.qvel) * self.dt
         self.steps += steps
 
@@ -95,7 +100,7 @@ class MujocoBackend(Backend):
         tasks = {n: d.xpos[b] + d.xmat[b].reshape(3, 3) @ p for n, b, p in self.tasks}
         gaps = np.linalg.norm(d.site_xpos[self.eq_sites[:, 0]]
                               - d.site_xpos[self.eq_sites[:, 1]], axis=1)
-        return Measurement(d.qpos[self.qadr].copy(), d.qvel[self.dadr].copy(), tasks, gaps,
+        return Measurement(self.Pq @ d.qpos, self.Pv @ d.qvel, tasks, gaps,
                            kin, pot, d.qpos.copy(), d.qvel.copy())
 
 

@@ -12,7 +12,8 @@ Efforts: the port efforts on their tree coordinates, minus joint damping and act
 viscous drag on tree coordinates (springs, Coulomb friction and point-to-point elements are
 not applied by this backend; the shipped records have none). Measured: ports from q, v;
 task positions, loop gaps (world distance between each constraint's two anchors) and
-energies from the tree (:class:`~rbc.sim.backends.tree_probe.TreeProbe`).
+energies from the tree (:class:`~rbc.sim.backends.tree_probe.TreeProbe`). Records with
+couplings are refused (no coupling constraint in ``constraintDynamics``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pinocchio as pin
 
 from rbc.backends.pinocchio import PROXIMAL, pinocchio_model
 from rbc.model.interfaces import ports
-from rbc.sim.backends import Backend, Measurement
+from rbc.sim.backends import Backend, BackendError, Measurement
 from rbc.sim.backends.tree_probe import TreeProbe, record_tasks
 
 #: Baumgarte gains of the constraint corrector [s⁻², s⁻¹] (module docstring).
@@ -36,8 +37,15 @@ class PinocchioBackend(Backend):
 
     @classmethod
     def check(cls, plant, part) -> None:
-        """The cut joints must have Pinocchio constraint models (spherical, fixed, revolute)."""
+        """The cut joints must have Pinocchio constraint models (spherical, fixed, revolute),
+        and there must be no coupling: ``constraintDynamics`` has no joint-coupling
+        constraint, and a plant without it would move the coupled joints apart."""
         pinocchio_model(plant, part)
+        if plant.record.couplings:
+            raise BackendError(
+                f"the pinocchio backend cannot hold the couplings "
+                f"{', '.join(c.name for c in plant.record.couplings)} (constraintDynamics has "
+                "no joint-coupling constraint); use the reduced or mujoco backend")
 
     def __init__(self, plant, part, q0, v0, dt, **options) -> None:
         super().__init__(plant, part, q0, v0, dt)
@@ -55,13 +63,15 @@ class PinocchioBackend(Backend):
         self.q = t.q_pin(np.asarray(q0, float)[: plant.nq_tree])
         self.v = t.v_pin(np.asarray(v0, float)[: plant.nv_tree])
         pm = ports(plant)
-        q_inv = np.argsort(t.q_perm)
-        self.qadr, self.dadr = q_inv[pm.q_index], np.argsort(t.v_perm)[pm.columns]
+        # the port maps in Pinocchio's coordinates (ports are on tree joints)
+        self.Pq = pm.q_matrix[:, : plant.nq_tree][:, t.q_perm]
+        self.Pv = pm.jacobian[:, : plant.nv_tree][:, t.v_perm]
         damping = np.zeros(plant.nv)
         for j in plant.record.joints:
             damping[plant.v_slice(plant.edge(j.name))] += j.damping
-        for a, col in zip(plant.record.actuators, pm.columns, strict=True):
-            damping[col] += a.viscous
+        for a in plant.record.actuators:  # drive friction: joint ports only (schema)
+            if a.joint is not None:
+                damping[plant.v_slice(plant.edge(a.joint))] += a.viscous
         self.damping = t.v_pin(damping[: plant.nv_tree])
         self.probe = TreeProbe(t, record_tasks(plant))
         self.gap_names = tuple(s.name for s in self.pmod.specs)
@@ -70,19 +80,19 @@ class PinocchioBackend(Backend):
         h = self.dt
         for _ in range(steps):
             tau = -self.damping * self.v
-            tau[self.dadr] += f
+            tau += self.Pv.T @ f
             a = pin.constraintDynamics(self.model, self.data, self.q, self.v, tau,
                                        self.pmod.constraints, self.cdatas, self.prox)
-            ell0 = self.q[self.qadr].copy()
+            ell0 = self.Pq @ self.q
             self.work_passive -= float(self.damping @ (self.v * self.v)) * h
             self.v = self.v + h * a
             self.q = pin.integrate(self.model, self.q, h * self.v)
-            self.work_actuators += float(f @ (self.q[self.qadr] - ell0))
+            self.work_actuators += float(f @ (self.Pq @ self.q - ell0))
         self.steps += steps
 
     def measure(self) -> Measurement:
         kin, pot = self.probe.energy(self.q, self.v)
         tasks = self.probe.task_positions(self.q)
         gaps = self.probe.anchor_gaps(self.pmod.specs)
-        return Measurement(self.q[self.qadr].copy(), self.v[self.dadr].copy(), tasks, gaps,
+        return Measurement(self.Pq @ self.q, self.Pv @ self.v, tasks, gaps,
                            kin, pot, self.q.copy(), self.v.copy())

@@ -107,7 +107,7 @@ class ReducedBackend(Backend):
 
     def advance(self, f: np.ndarray, steps: int) -> None:
         p0 = self._passive_power()
-        ell0 = self.q[self.pm.q_index].copy()
+        ell0 = self.pm.q_matrix @ self.q
         if self.integrator == "rk4":
             h = self.dt
             for _ in range(steps):
@@ -135,7 +135,7 @@ class ReducedBackend(Backend):
             self.x, self.u = sol.y[:n, -1].copy(), sol.y[n:, -1].copy()
             self.q = self.close(self.x)
         self.steps += steps
-        self.work_actuators += float(f @ (self.q[self.pm.q_index] - ell0))
+        self.work_actuators += float(f @ (self.pm.q_matrix @ self.q - ell0))
         self.work_passive += 0.5 * (p0 + self._passive_power()) * steps * self.dt
 
     # ----------------------------------------------------------------- measurement
@@ -146,5 +146,5 @@ class ReducedBackend(Backend):
         kin, pot = self.probe.energy(qp, vp)
         rho = self.close.lifted.geometry.rho[: 6 * k.n_chords].reshape(-1, 6)
         gaps = np.linalg.norm(rho[:, 3:], axis=1)  # linear part of each chord's residual
-        return Measurement(self.q[self.pm.q_index].copy(), v[self.pm.columns].copy(),
+        return Measurement(self.pm.q_matrix @ self.q, self.pm.jacobian @ v,
                            self.probe.task_positions(qp), gaps, kin, pot, self.q.copy(), v)
