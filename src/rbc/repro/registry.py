@@ -19,6 +19,7 @@ TARGETS: dict[str, str] = {
     "fig6-curvature": "rbc.repro.fig6_curvature",
     "ff-ablation": "rbc.repro.ff_ablation",
     "walkers": "rbc.repro.walkers",
+    "panda": "rbc.repro.panda",
 }
 
 
