@@ -31,6 +31,12 @@ app = typer.Typer(help="Simulate planar bipeds: passive and feedback-controlled 
 
 _err = Console(stderr=True)
 
+_MODEL_HELP = ("registered model name (compass, threelink, rabbit, humanoid, garcia, rimless) "
+               "or a model file FILE.yaml (docs/walkers.md §8)")
+_LIMIT_HELP = ("stride time limit \\[s]: a swing longer than this stops the run with 'no "
+               "touchdown' (default: the model's stride_time_limit, else four pendulum "
+               "periods of the leg, 8π√(leg/g))")
+
 
 def _slope(model: str, slope: float | None) -> float:
     from rbc.walkers.api import default_slope
@@ -49,7 +55,7 @@ def _true_plant_requested(controller: str, safety: str, words: dict) -> bool:
 
 @app.command()
 def run(
-    model: str = typer.Option("compass", "--model", help="walker model name"),
+    model: str = typer.Option("compass", "--model", help=_MODEL_HELP),
     controller: str = typer.Option(
         "passive", "--controller",
         help="passive, fl, adaptive, rise, composite or lbdnn (lbdnn: footed humanoid)"),
@@ -57,6 +63,8 @@ def run(
     strides: int = typer.Option(10, "--strides", help="number of strides"),
     out: Path | None = typer.Option(None, "--out", help="directory for log, PNG and GIF"),
     dt: float | None = typer.Option(None, "--dt", min=1e-9, help="RK4 step \\[s] (> 0)"),
+    stride_time_limit: float | None = typer.Option(None, "--stride-time-limit", min=1e-9,
+                                                   help=_LIMIT_HELP),
     json_out: bool = typer.Option(False, "--json", help="machine-readable output"),
     payload: float = typer.Option(0.0, "--payload", help="true plant: payload at the "
                                   "heaviest link [kg]"),
@@ -111,24 +119,27 @@ def run(
         if _true_plant_requested(controller, safety_filter, words):
             res = run_plant(model, controller, alpha, strides, make_scenario(**words),
                             safety=safety_filter, dt=dt, progress=tick,
-                            torso_bounds=parse_bounds(torso_bounds))
+                            torso_bounds=parse_bounds(torso_bounds), t_max=stride_time_limit)
         else:
-            res = run_walk(model, controller, alpha, strides, dt=dt, progress=tick)
+            res = run_walk(model, controller, alpha, strides, dt=dt, progress=tick,
+                           t_max=stride_time_limit)
     summ = summary(res)
     files = []
     if out is not None:
         from rbc.walkers.evaluation.plots import animation, phase_portrait
+        from rbc.walkers.hybrid.registry import model_label
 
-        files.append(write_log(res, out / f"{model}_log"))
-        files.append(phase_portrait(res, out / f"{model}_phase.png"))
+        stem = model_label(model)  # from the argument, never from the file's contents
+        files.append(write_log(res, out / f"{stem}_log"))
+        files.append(phase_portrait(res, out / f"{stem}_phase.png", controller=controller))
         try:
-            files.append(animation(res, out / f"{model}.gif"))
+            files.append(animation(res, out / f"{stem}.gif"))
         except ImportError:
             _err.print("pillow not installed: no GIF (pip install pillow)")
     if json_out:
         typer.echo(json.dumps(summ))
         return
-    table = Table(title=f"{model} / {controller} / slope {alpha:.4f} rad")
+    table = Table(title=escape(f"{res.model.name} / {controller} / slope {alpha:.4f} rad"))
     for col in ("stride", "length [m]", "duration [s]", "speed [m/s]", "F_N [N s]",
                 "cone use", "checks"):
         table.add_column(escape(col), justify="right")  # "[s]" is not rich markup
@@ -147,7 +158,7 @@ def run(
 
 @app.command()
 def batch(
-    model: str = typer.Option("rabbit", "--model", help="walker model name"),
+    model: str = typer.Option("rabbit", "--model", help=_MODEL_HELP),
     samples: int = typer.Option(100, "--samples", help="Monte Carlo samples"),
     strides: int = typer.Option(20, "--strides", help="strides per walk"),
     seed: int = typer.Option(0, "--seed", help="root seed (sample i: SeedSequence child i)"),
@@ -162,6 +173,8 @@ def batch(
                                          "cluster)"),
     out: Path | None = typer.Option(None, "--out", help="directory for summary.json and "
                                     "batch.png"),
+    stride_time_limit: float | None = typer.Option(None, "--stride-time-limit", min=1e-9,
+                                                   help=_LIMIT_HELP),
     json_out: bool = typer.Option(False, "--json", help="machine-readable output"),
 ) -> None:
     """Monte Carlo batch: fall rate, tracking EMA and contraction per controller."""
@@ -171,7 +184,8 @@ def batch(
     from rbc.walkers.evaluation.batch import BatchConfig, run_batch
 
     cfg = BatchConfig(model=model, controllers=tuple(c for c in controllers.split(",") if c),
-                      samples=samples, strides=strides, seed=seed)
+                      samples=samples, strides=strides, seed=seed,
+                      stride_time_limit=stride_time_limit)
     with progress_bar() as prog:
         task = prog.add_task("batch", total=samples * len(cfg.controllers))
         summ = run_batch(cfg, workers=workers, scheduler=scheduler,
@@ -190,7 +204,7 @@ def batch(
         if summ["failures"]:
             raise typer.Exit(1)
         return
-    table = Table(title=f"{model}: {samples} samples x {strides} strides, seed {seed}")
+    table = Table(title=escape(f"{model}: {samples} samples x {strides} strides, seed {seed}"))
     for col in ("controller", "fall rate", "EMA mean [rad^2]", "EMA median", "rho"):
         table.add_column(col, justify="right")
 
@@ -210,10 +224,12 @@ def batch(
 
 @app.command()
 def fixedpoint(
-    model: str = typer.Option("compass", "--model", help="walker model name"),
+    model: str = typer.Option("compass", "--model", help=_MODEL_HELP),
     controller: str = typer.Option("passive", "--controller", help="passive or fl"),
     slope: float | None = typer.Option(None, "--slope", help="slope [rad] (default: model's)"),
     dt: float | None = typer.Option(None, "--dt", min=1e-9, help="RK4 step \\[s] (> 0)"),
+    stride_time_limit: float | None = typer.Option(None, "--stride-time-limit", min=1e-9,
+                                                   help=_LIMIT_HELP),
     json_out: bool = typer.Option(False, "--json", help="machine-readable output"),
 ) -> None:
     """Find the period-one gait (Newton on the Poincaré map) and its eigenvalues."""
@@ -221,7 +237,7 @@ def fixedpoint(
 
     alpha = _slope(model, slope)
     with _err.status("Newton on the Poincaré map"):
-        fp = find_gait(model, controller, alpha, dt=dt)
+        fp = find_gait(model, controller, alpha, dt=dt, t_max=stride_time_limit)
     data = {
         "fixed_point": [float(v) for v in fp.x],
         "eigenvalues": [[float(e.real), float(e.imag)] for e in fp.eigenvalues],
@@ -231,7 +247,7 @@ def fixedpoint(
     if json_out:
         typer.echo(json.dumps(data))
         return
-    table = Table(title=f"{model} / {controller}: fixed point (post-impact state)")
+    table = Table(title=escape(f"{model} / {controller}: fixed point (post-impact state)"))
     table.add_column("entry", justify="right")
     table.add_column("value", justify="right")
     for i, v in enumerate(data["fixed_point"]):

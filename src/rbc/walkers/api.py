@@ -1,41 +1,56 @@
 """Named walks: the functions the command line calls (no numerics in the CLI).
 
-``run_walk`` and ``find_gait`` resolve a model and controller by name, choose the starting
-state the model file prescribes, and dispatch to the point-foot simulator
-(:mod:`rbc.walkers.hybrid.simulate`) or the footed one (:mod:`rbc.walkers.control.footed`).
+``run_walk`` and ``find_gait`` resolve a model (a registered name or a model file) and a
+controller, choose the starting state the model file prescribes, and dispatch to the
+point-foot simulator (:mod:`rbc.walkers.hybrid.simulate`) or the footed one
+(:mod:`rbc.walkers.control.footed`). :func:`controllers_for` lists what works for a model;
+every refusal lists only those.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from rbc.walkers.control.controllers import CONTROLLERS, make_controller
+from rbc.walkers.control.controllers import (
+    FOOTED_PLANT_CONTROLLERS,
+    RUN_CONTROLLERS,
+    controllers_for,
+    is_footed,
+    make_controller,
+)
 from rbc.walkers.errors import WalkerError
 from rbc.walkers.evaluation.poincare import FixedPoint, find_fixed_point, stride_map
-from rbc.walkers.hybrid.registry import load_model
+from rbc.walkers.hybrid.registry import default_slope as _model_slope
+from rbc.walkers.hybrid.registry import resolve_model, stride_time_limit
 from rbc.walkers.hybrid.simulate import WalkResult, walk
 
 
-def _is_footed(model) -> bool:
-    return "gait" in model.params
+def _refuse(model, controller: str, why: str = "") -> WalkerError:
+    ok = controllers_for(model)
+    more = f" ({why})" if why else ""
+    return WalkerError(f"model '{model.name}' cannot walk under controller "
+                       f"'{controller}'{more}", choices=ok or None, got=controller)
 
 
-def default_slope(name: str) -> float:
-    """Slope [rad] the model file suggests (``slope``), else 0."""
-    return float(load_model(name).params.get("slope", 0.0))
+def default_slope(spec: str) -> float:
+    """Slope [rad] the model file suggests (``slope`` or ``slope_degrees``), else 0.
+
+    Raises:
+        WalkerError: unknown model or invalid file.
+    """
+    return _model_slope(resolve_model(spec))
 
 
-def _setup(name: str, controller: str, slope: float):
-    model = load_model(name)
-    if controller not in CONTROLLERS:
-        raise WalkerError(f"unknown controller '{controller}'", choices=CONTROLLERS,
+def _setup(spec: str, controller: str, slope: float):
+    model = resolve_model(spec)
+    if controller not in RUN_CONTROLLERS:
+        raise WalkerError(f"unknown controller '{controller}'", choices=RUN_CONTROLLERS,
                           got=controller)
     if not -np.pi / 4 < slope < np.pi / 4:
         raise WalkerError(f"slope {slope} rad cannot be walked; expected |slope| < pi/4")
-    if _is_footed(model):
-        if controller != "fl":
-            raise WalkerError(f"model '{name}' is footed and only walks under feedback "
-                              f"control, not '{controller}'", choices=["fl"])
+    if controller not in controllers_for(model) or controller not in ("passive", "fl"):
+        raise _refuse(model, controller)
+    if is_footed(model):
         from rbc.walkers.control.footed import FootedWalker
 
         w = FootedWalker.from_model(model, slope)
@@ -45,9 +60,6 @@ def _setup(name: str, controller: str, slope: float):
         if slope <= 0:
             raise WalkerError(f"a passive walker needs a downhill slope > 0 to start a "
                               f"stride, got {slope} rad")
-        if "initial_state" not in model.params:
-            raise WalkerError(f"model '{name}' has no passive initial state",
-                              choices=["compass"])
         return model, ctrl, np.array(model.params["initial_state"], dtype=float)
     from rbc.walkers.control.vc import vc_initial_state
 
@@ -55,54 +67,65 @@ def _setup(name: str, controller: str, slope: float):
     return model, ctrl, vc_initial_state(ctrl, rate)
 
 
-def run_walk(name: str, controller: str, slope: float, strides: int,
-             dt: float | None = None, progress=None) -> WalkResult:
-    """Simulate ``strides`` strides of model ``name`` under ``controller`` on ``slope``.
+def _limit(model, t_max: float | None) -> float:
+    if t_max is not None and not t_max > 0:
+        raise WalkerError(f"stride time limit must be > 0 s, got {t_max}")
+    return stride_time_limit(model) if t_max is None else float(t_max)
+
+
+def run_walk(spec: str, controller: str, slope: float, strides: int,
+             dt: float | None = None, progress=None, t_max: float | None = None
+             ) -> WalkResult:
+    """Simulate ``strides`` strides of model ``spec`` (name or file) under ``controller``.
 
     Args:
-        dt: RK4 step [s] (default: the model's ``dt`` or 1 ms).
+        slope: [rad]. dt: RK4 step [s] (default: the model's ``dt`` or 1 ms).
         progress: optional ``progress(i)`` called after stride i.
+        t_max: stride time limit [s] (default: :func:`rbc.walkers.hybrid.registry.
+            stride_time_limit`).
 
     Raises:
         WalkerError: unknown model/controller, unusable slope or starting state.
     """
     if strides < 1:
         raise WalkerError(f"strides must be >= 1, got {strides}")
-    model, ctrl, x0 = _setup(name, controller, slope)
-    if _is_footed(model):
+    model, ctrl, x0 = _setup(spec, controller, slope)
+    lim = _limit(model, t_max)
+    if is_footed(model):
         from rbc.walkers.control.footed import walk_footed
 
-        return walk_footed(ctrl, x0, strides, dt=dt or 1e-3, progress=progress)
+        return walk_footed(ctrl, x0, strides, dt=dt or 1e-3, progress=progress, t_max=lim)
     return walk(model, ctrl, slope, x0, strides,
-                dt=dt or float(model.params.get("dt", 1e-3)), progress=progress)
+                dt=dt or float(model.params.get("dt", 1e-3)), progress=progress, t_max=lim)
 
 
-def find_gait(name: str, controller: str, slope: float, dt: float | None = None) -> FixedPoint:
-    """Period-one gait of ``name`` by Newton on the Poincaré map, from the model's start.
+def find_gait(spec: str, controller: str, slope: float, dt: float | None = None,
+              t_max: float | None = None) -> FixedPoint:
+    """Period-one gait of ``spec`` by Newton on the Poincaré map, from the model's start.
 
     Raises:
         WalkerError: as :func:`run_walk`, or Newton fails / a stride falls.
     """
-    model, ctrl, x0 = _setup(name, controller, slope)
-    if _is_footed(model):
+    model, ctrl, x0 = _setup(spec, controller, slope)
+    lim = _limit(model, t_max)
+    if is_footed(model):
         from rbc.walkers.control.footed import walk_footed
 
         def pmap(x):
-            r = walk_footed(ctrl, x, 1, dt=dt or 1e-3)
+            r = walk_footed(ctrl, x, 1, dt=dt or 1e-3, t_max=lim)
             if r.fell or not r.strides:
                 raise WalkerError(f"stride failed: {r.fall_reason}")
             return r.strides[0].x_plus, r.strides[0].duration
 
         # settle onto the gait first: Newton from a point near the orbit
-        r = walk_footed(ctrl, x0, 3, dt=dt or 1e-3)
+        r = walk_footed(ctrl, x0, 3, dt=dt or 1e-3, t_max=lim)
         x0 = r.strides[-1].x_plus if r.strides else x0
         return find_fixed_point(pmap, x0, tol=1e-9)
     return find_fixed_point(stride_map(model, ctrl, slope,
-                                       dt or float(model.params.get("dt", 1e-3))), x0)
+                                       dt or float(model.params.get("dt", 1e-3)), t_max=lim),
+                            x0)
 
 
-RUN_CONTROLLERS = ("passive", "fl", "adaptive", "rise", "composite", "lbdnn")
-FOOTED_PLANT_CONTROLLERS = ("fl", "lbdnn", "composite")
 
 
 def _parse_floats(text: str, what: str, count: int | None) -> tuple[float, ...]:
@@ -178,10 +201,10 @@ def make_scenario(payload: float = 0.0, mass_scale: float = 1.0,
     return Scenario(mm, fr, Ground(mu, patches, stick_slip or bool(patches)), tuple(kicks))
 
 
-def run_plant(name: str, controller: str, slope: float, strides: int, scenario,
+def run_plant(spec: str, controller: str, slope: float, strides: int, scenario,
               safety: str = "none", dt: float | None = None, progress=None,
-              torso_bounds: tuple[float, float] | None = None):
-    """Walk model ``name`` on the true plant of ``scenario``
+              torso_bounds: tuple[float, float] | None = None, t_max: float | None = None):
+    """Walk model ``spec`` (name or file) on the true plant of ``scenario``
     (:mod:`rbc.walkers.environment.plant_sim`).
 
     Args:
@@ -189,22 +212,29 @@ def run_plant(name: str, controller: str, slope: float, strides: int, scenario,
         safety: one of :data:`rbc.walkers.control.safety.FILTERS`.
         torso_bounds: ``(lo, hi)`` [rad] of the torso-angle barrier (None: the filter's
             default, :attr:`rbc.walkers.control.safety.SafetyFilter.bounds`).
+        t_max: stride time limit [s] (None: the model's default).
 
     Raises:
-        WalkerError: unknown model/controller/filter, a footed model, bad start.
+        WalkerError: unknown model/controller/filter, a model that cannot take the
+            controller (lists those it can), bad start.
     """
     from rbc.walkers.control.context import ControlContext
     from rbc.walkers.control.safety import FILTERS, SafetyFilter
     from rbc.walkers.control.vc import vc_initial_state
     from rbc.walkers.environment.plant_sim import PLANT_CONTROLLERS, walk_plant
 
-    model = load_model(name)
-    if _is_footed(model):
+    model = resolve_model(spec)
+    lim = _limit(model, t_max)
+    if is_footed(model):
         return _run_footed_plant(model, controller, slope, strides, scenario, safety, dt,
-                                 progress)
+                                 progress, lim)
     if controller not in PLANT_CONTROLLERS:
         raise WalkerError(f"unknown controller '{controller}' for the true-plant simulator",
-                          choices=PLANT_CONTROLLERS, got=controller)
+                          choices=[c for c in controllers_for(model) if c != "passive"]
+                          or PLANT_CONTROLLERS, got=controller)
+    if controller not in controllers_for(model):
+        raise _refuse(model, controller, "the true-plant simulator needs virtual constraints "
+                      "and finite masses without angle offsets")
     if safety not in FILTERS:
         raise WalkerError(f"unknown safety filter '{safety}'", choices=FILTERS, got=safety)
     ctx = ControlContext.from_model(model, slope, dt or float(model.params.get("dt", 1e-3)))
@@ -212,11 +242,12 @@ def run_plant(name: str, controller: str, slope: float, strides: int, scenario,
     filt = None if safety == "none" else SafetyFilter(ctx, safety, **extra)
     rate = float(model.params["controller"].get("initial_phase_rate", 1.0))
     x0 = vc_initial_state(ctx.extra["fl"], rate)
-    return walk_plant(ctx, controller, scenario, x0, strides, safety=filt, progress=progress)
+    return walk_plant(ctx, controller, scenario, x0, strides, safety=filt, progress=progress,
+                      t_max=lim)
 
 
 def _run_footed_plant(model, controller: str, slope: float, strides: int, scenario,
-                      safety: str, dt: float | None, progress):
+                      safety: str, dt: float | None, progress, t_max: float):
     """Footed humanoid on its true plant: ``fl`` (frozen zero networks), ``lbdnn``, or
     ``composite`` (LbDNN + per-phase leaky RISE), :mod:`rbc.walkers.control.lbdnn`.
 
@@ -243,4 +274,4 @@ def _run_footed_plant(model, controller: str, slope: float, strides: int, scenar
     mm = scenario.mismatch
     plant = (true_model(model, mm), Actuation.from_mismatch(mm, model.B.shape[1]))
     return walk_footed(w, w.initial_state(), strides, dt=step, plant=plant, controller=ctrl,
-                       progress=progress)
+                       progress=progress, t_max=t_max)

@@ -9,12 +9,41 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg.lapack import dgesv as _gesv
 
 from rbc.walkers.errors import WalkerError
-from rbc.walkers.hybrid.model import FusedTerms, WalkerModel
+from rbc.walkers.hybrid.model import (
+    FusedTerms,
+    WalkerModel,
+    limit_solve,
+    solve_mass_matrix,
+)
 
 CONTROLLERS = ("passive", "fl")
+RUN_CONTROLLERS = ("passive", "fl", "adaptive", "rise", "composite", "lbdnn")
+FOOTED_PLANT_CONTROLLERS = ("fl", "lbdnn", "composite")
+PLANT_ONLY = ("adaptive", "rise", "composite")
+
+
+def is_footed(model) -> bool:
+    """Whether ``model`` is the footed walker (a ``gait`` section)."""
+    return "gait" in model.params
+
+
+def controllers_for(model) -> tuple[str, ...]:
+    """Controllers of ``rbc walk run`` that can walk ``model``: ``passive`` needs an
+    ``initial_state``; ``fl`` a ``controller`` section (virtual constraints) and finite
+    masses; the true-plant controllers also no angle offsets; a footed model takes ``fl``,
+    ``lbdnn`` and ``composite``."""
+    if is_footed(model):
+        return FOOTED_PLANT_CONTROLLERS
+    out = []
+    if "initial_state" in model.params:
+        out.append("passive")
+    if "controller" in model.params and not model.is_limit:
+        out.append("fl")
+        if not model.has_offsets:
+            out += list(PLANT_ONLY)
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -27,12 +56,22 @@ class Passive:
     def __post_init__(self) -> None:
         object.__setattr__(self, "_terms", FusedTerms(self.model, self.alpha))
         object.__setattr__(self, "_u", np.zeros(self.model.B.shape[1]))
+        lim = self.model.infinitesimal
+        object.__setattr__(self, "_terms1", None if lim is None else FusedTerms(lim, self.alpha))
 
     def accel(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(qdd (n,), u (nu,) = 0)``: :func:`rbc.walkers.hybrid.swing.forward_dynamics` with the
-        fused terms of :class:`rbc.walkers.hybrid.model.FusedTerms` (same equations)."""
+        """``(qdd (n,), u (nu,) = 0)``: :func:`rbc.walkers.hybrid.swing.forward_dynamics` with
+        the fused terms of :class:`rbc.walkers.hybrid.model.FusedTerms` (same equations); a
+        limit model solves the limit equations (:func:`rbc.walkers.hybrid.model.limit_solve`).
+
+        Raises:
+            WalkerError: the mass matrix is singular at ``q`` (LAPACK's failure flag).
+        """
         D, mhg = self._terms(q, qd)
-        return _gesv(D, mhg)[2], self._u
+        if self._terms1 is not None:
+            D1, mhg1 = self._terms1(q, qd)
+            return limit_solve(D, D1, mhg, mhg1, what="limit mass matrix"), self._u
+        return solve_mass_matrix(self.model, D, mhg, q), self._u
 
 
 def make_controller(name: str, model: WalkerModel, alpha: float):
@@ -49,9 +88,13 @@ def make_controller(name: str, model: WalkerModel, alpha: float):
             raise WalkerError(
                 f"model '{model.name}' has no virtual constraints; controller 'fl' needs a "
                 "'controller' section in the model file",
-                choices=["passive"],
+                choices=[c for c in controllers_for(model) if c in CONTROLLERS] or None,
             )
+        if model.is_limit:
+            raise WalkerError(f"model '{model.name}' has infinitesimal masses; controller "
+                              "'fl' needs finite masses", choices=["passive"])
         from rbc.walkers.control.vc import FeedbackLinearization
 
         return FeedbackLinearization.from_model(model, alpha)
     raise WalkerError(f"unknown controller '{name}'", choices=CONTROLLERS, got=name)
+

@@ -122,7 +122,10 @@ class PhaseFL:
                         + h[2] * (sd * sd))
         if self.speed is not None:
             rhs[-1] = -self.speed[0] * (sd - self.speed[1])
-        sol = _gesv(K, rhs)[2]
+        _, _, sol, info = _gesv(K, rhs)
+        if info != 0:
+            raise WalkerError(f"footed phase model: the computed-torque system is singular at "
+                              f"q = {np.round(q, 4).tolist()} rad")
         return sol[:n], sol[n:]
 
 

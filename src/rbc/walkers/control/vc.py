@@ -200,7 +200,11 @@ class FeedbackLinearization:
         K[n:, :n] = self.vc.H0 - h[1][:, None] * P["cd"]
         # v + drift = -kp (H0 q - h_d) - kd (H0 qd - h_d' sd) + h_d'' sd^2
         rhs[n:] = np.array((self.kp, self.kd * sd, sd * sd)) @ h + Hx[:p] @ P["gains"]
-        sol = _gesv(K, rhs)[2]  # LAPACK dgesv directly: numpy's wrapper costs 3x more here
+        _, _, sol, info = _gesv(K, rhs)  # LAPACK dgesv directly: numpy's costs 3x more here
+        if info != 0:
+            raise WalkerError(f"model '{self.model.name}': the computed-torque system "
+                              f"[[D, -B], [J, 0]] is singular at q = {np.round(q, 4).tolist()} "
+                              "rad (singular mass matrix or decoupling matrix)")
         return sol[:n], sol[n:]
 
     def accel_decoupling(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -24,7 +24,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.linalg.lapack import dgesv as _gesv
 from scipy.optimize import brentq
 
 from rbc.walkers.control.context import ControlContext
@@ -45,7 +44,7 @@ from rbc.walkers.hybrid.impact import (
     sliding_impact,
     solve_impact,
 )
-from rbc.walkers.hybrid.model import FusedTerms, WalkerModel, point
+from rbc.walkers.hybrid.model import FusedTerms, WalkerModel, point, solve_mass_matrix
 from rbc.walkers.hybrid.simulate import (
     Stride,
     WalkResult,
@@ -147,7 +146,7 @@ class _Plant:
             self.last_fn = FN
         else:
             D, mhg = self.terms(q, qd)
-            qdd = _gesv(D, Q + mhg)[2]
+            qdd = solve_mass_matrix(m, D, Q + mhg, q)
             pdd = 0.0
         zd[n + 1:2 * n + 1], zd[2 * n + 1] = qdd, pdd
         zd[2 * n + 2], zd[2 * n + 3] = p_f, p_act

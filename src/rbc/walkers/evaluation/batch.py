@@ -39,7 +39,9 @@ class BatchConfig:
             :data:`rbc.walkers.environment.plant_sim.PLANT_CONTROLLERS`. samples: Monte Carlo
             samples.
         strides: strides per walk. seed: root seed. dt: step [s] (None: model's or 1 ms).
-        slope: [rad].
+        slope: [rad]. model: a registered name or a model file path (each worker reads it;
+            with a remote Dask cluster the path must exist on the workers).
+        stride_time_limit: [s] (None: the model's default).
     """
 
     model: str = "rabbit"
@@ -49,6 +51,7 @@ class BatchConfig:
     seed: int = 0
     dt: float | None = None
     slope: float = 0.0
+    stride_time_limit: float | None = None
 
     def __post_init__(self) -> None:
         from rbc.walkers.environment.plant_sim import PLANT_CONTROLLERS
@@ -114,17 +117,18 @@ def run_job(job: tuple) -> dict:
     from rbc.walkers.control.vc import vc_initial_state
     from rbc.walkers.environment.plant_sim import walk_plant
     from rbc.walkers.evaluation.metrics import contraction_terms
-    from rbc.walkers.hybrid.registry import load_model
+    from rbc.walkers.hybrid.registry import resolve_model, stride_time_limit
 
     cfg, index, controller = BatchConfig(**job[0]), job[1], job[2]
-    model = load_model(cfg.model)
+    model = resolve_model(cfg.model)
     dt = cfg.dt or float(model.params.get("dt", 1e-3))
     ctx = ControlContext.from_model(model, cfg.slope, dt)
     sc, desc = draw_scenario(cfg.seed, index, cfg.strides, model.B.shape[1], model.mu)
     rate = float(model.params["controller"].get("initial_phase_rate", 1.0))
     x0 = vc_initial_state(ctx.extra["fl"], rate)
     t0 = time.perf_counter()
-    res = walk_plant(ctx, controller, sc, x0, cfg.strides)
+    lim = cfg.stride_time_limit or stride_time_limit(model)
+    res = walk_plant(ctx, controller, sc, x0, cfg.strides, t_max=lim)
     ab, aa = contraction_terms(res.poincare) if not res.fell else (0.0, 0.0)
     return {"sample": index, "controller": controller, "fell": bool(res.fell),
             "fall_reason": res.fall_reason, "strides_completed": len(res.strides),
@@ -181,8 +185,22 @@ def run_batch(cfg: BatchConfig, workers: int = 1, progress=None,
         that raised under ``failures``).
 
     Raises:
-        WalkerError: bad configuration. SchedulerError: the scheduler does not answer.
+        WalkerError: bad configuration (an invalid model file, a model that cannot take a
+            controller: the message lists those it can). SchedulerError: the scheduler does
+            not answer.
     """
+    from rbc.walkers.control.controllers import controllers_for, is_footed
+    from rbc.walkers.environment.plant_sim import PLANT_CONTROLLERS
+    from rbc.walkers.hybrid.registry import resolve_model
+
+    model = resolve_model(cfg.model)  # refuse a bad file here, not in every worker
+    usable = () if is_footed(model) else tuple(
+        c for c in controllers_for(model) if c in PLANT_CONTROLLERS)
+    for c in cfg.controllers:
+        if c not in usable:
+            raise WalkerError(f"model '{model.name}' cannot run the Monte Carlo batch under "
+                              f"'{c}' (the batch needs a point-foot model with virtual "
+                              "constraints)", choices=usable or None, got=c)
     jobs = jobs_of(cfg)
     where = scheduler_address(scheduler) or (SYNCHRONOUS if workers <= 1 else None)
     res = run_bag(run_job, jobs, label=f"walk batch ({cfg.model})", scheduler=where,

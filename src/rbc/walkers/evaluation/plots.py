@@ -22,7 +22,7 @@ def _pyplot():
     return plt
 
 
-def phase_portrait(res: WalkResult, path: str | Path) -> str:
+def phase_portrait(res: WalkResult, path: str | Path, controller: str | None = None) -> str:
     """Plot ``dq/dt`` against ``q`` for every coordinate over the run (PNG); returns path."""
     plt = _pyplot()
     n = res.model.n

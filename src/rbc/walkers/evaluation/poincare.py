@@ -86,7 +86,7 @@ def find_fixed_point(pmap, x0: np.ndarray, tol: float = 1e-10, max_iter: int = 2
     return FixedPoint(x, np.linalg.eigvals(J), J, period, res, it)
 
 
-def stride_map(model, ctrl, alpha: float, dt: float):
+def stride_map(model, ctrl, alpha: float, dt: float, t_max: float | None = None):
     """``P`` for a point-foot walker: ``x -> (post-impact state, stride duration)``.
 
     Raises (when called):
@@ -95,7 +95,7 @@ def stride_map(model, ctrl, alpha: float, dt: float):
     from rbc.walkers.hybrid.simulate import stride
 
     def pmap(x: np.ndarray) -> tuple[np.ndarray, float]:
-        seg, rep, xp, why = stride(model, ctrl, alpha, x, dt)
+        seg, rep, xp, why = stride(model, ctrl, alpha, x, dt, t_max)
         if xp is None or why is not None:
             raise WalkerError(f"stride from {np.round(x, 4).tolist()} failed: {why}")
         return xp, float(seg.t[-1])

@@ -25,15 +25,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rbc.walkers.hybrid.model import WalkerModel, mass_matrix
+from rbc.walkers.hybrid.model import WalkerModel, limit_solve, mass_matrix, point_jacobian
 
 
 def extended_inertia(model: WalkerModel, q: np.ndarray) -> np.ndarray:
-    """Extended inertia ``D_e(q)`` (n+2, n+2) [kg m^2, kg m, kg] for ``q_e = [q, p]``."""
+    """Extended inertia ``D_e(q)`` (n+2, n+2) [kg m^2, kg m, kg] for ``q_e = [q, p]``.
+
+    ``W[:, j] = w_j v(q_j) - wv_j u(q_j)`` (the second term only with angle offsets).
+    """
     n = model.n
     De = np.zeros((n + 2, n + 2))
     De[:n, :n] = mass_matrix(model, q)
-    W = np.stack([model.w * np.cos(q), -model.w * np.sin(q)])  # (2, n)
+    s, c = np.sin(q), np.cos(q)
+    W = np.stack([model.w * c, -model.w * s])  # (2, n)
+    if model.has_offsets:
+        W = W - np.stack([model.wv * s, model.wv * c])
     De[n:, :n] = W
     De[:n, n:] = W.T
     De[n:, n:] = model.m_total * np.eye(2)
@@ -42,8 +48,7 @@ def extended_inertia(model: WalkerModel, q: np.ndarray) -> np.ndarray:
 
 def point_jacobian_extended(model: WalkerModel, name: str, q: np.ndarray) -> np.ndarray:
     """``E = d(point)/dq_e`` (2, n+2) of named point ``name`` [m/rad, 1]."""
-    a = model.points[name]
-    return np.hstack([np.stack([a * np.cos(q), -a * np.sin(q)]), np.eye(2)])
+    return np.hstack([point_jacobian(model, name, q), np.eye(2)])
 
 
 @dataclass(frozen=True)
@@ -82,8 +87,19 @@ class ImpactReport:
         return None
 
 
+def impact_matrix(De: np.ndarray, E: np.ndarray) -> np.ndarray:
+    """The block matrix ``[[D_e, -E^T], [E, 0]]`` (N+k, N+k) of the impact equations."""
+    N, k = De.shape[0], E.shape[0]
+    K = np.zeros((N + k, N + k))
+    K[:N, :N] = De
+    K[:N, N:] = -E.T
+    K[N:, :N] = E
+    return K
+
+
 def solve_impact(
-    De: np.ndarray, E: np.ndarray, qd_e_minus: np.ndarray, mu: float, liftoff_velocity: float
+    De: np.ndarray, E: np.ndarray, qd_e_minus: np.ndarray, mu: float, liftoff_velocity: float,
+    De1: np.ndarray | None = None,
 ) -> ImpactReport:
     """Solve the block system of the module docstring and evaluate the checks.
 
@@ -92,14 +108,28 @@ def solve_impact(
             (tangential, normal, [orientation]). qd_e_minus: (N,) pre-impact velocity.
         mu: friction coefficient. liftoff_velocity: filled in by the caller (the normal
             velocity of the old base is ``qd_e+[n+1]``, passed as NaN to compute it here).
+        De1: extended inertia of the infinitesimal masses of a limit model (the limit of
+            ``D_e + eps De1``, :func:`rbc.walkers.hybrid.model.limit_solve`), or None.
+
+    Raises:
+        WalkerError: the impact equations are singular.
     """
     N, k = De.shape[0], E.shape[0]
-    K = np.zeros((N + k, N + k))
-    K[:N, :N] = De
-    K[:N, N:] = -E.T
-    K[N:, :N] = E
+    K = impact_matrix(De, E)
     rhs = np.concatenate([De @ qd_e_minus, np.zeros(k)])
-    sol = np.linalg.solve(K, rhs)
+    if De1 is not None:
+        K1 = np.zeros_like(K)
+        K1[:N, :N] = De1
+        rhs1 = np.concatenate([De1 @ qd_e_minus, np.zeros(k)])
+        sol = limit_solve(K, K1, rhs, rhs1, what="limit impact equations")
+    else:
+        try:
+            sol = np.linalg.solve(K, rhs)
+        except np.linalg.LinAlgError:
+            from rbc.walkers.errors import WalkerError
+
+            raise WalkerError("the impact equations [[D_e, -E^T], [E, 0]] are singular (a "
+                              "link without mass?)") from None
     qd_e, F = sol[:N], sol[N:]
     FT, FN = F[0], F[1]
     util = abs(FT) / (mu * FN) if FN > 0 else np.inf
@@ -126,14 +156,18 @@ def point_foot_impact(
     De = extended_inertia(model, q)
     E = point_jacobian_extended(model, foot, q)
     qd_e = np.concatenate([qd, np.zeros(2)])
-    return solve_impact(De, E, qd_e, model.mu, np.nan)
+    lim = model.infinitesimal
+    De1 = None if lim is None else extended_inertia(lim, q)
+    return solve_impact(De, E, qd_e, model.mu, np.nan, De1)
 
 
 def relabel(model: WalkerModel, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Exchange stance and swing roles: ``q+ = q[relabel]`` (absolute angles keep their
-    values; only their roles change, because both legs' angles point from foot to hip)."""
+    """Exchange stance and swing roles: ``q+ = q[relabel] + relabel_offset`` (absolute
+    angles keep their values; only their roles change, because both legs' angles point from
+    foot to hip; a rimless wheel's next spoke is at a fixed offset)."""
     idx = list(model.relabel)
-    return q[idx].copy(), qd[idx].copy()
+    qp = q[idx] + model.relabel_offset if model.relabel_offset.any() else q[idx].copy()
+    return qp, qd[idx].copy()
 
 
 def sliding_impact(De: np.ndarray, E: np.ndarray, qd_e_minus: np.ndarray, mu: float,

@@ -1,22 +1,23 @@
-"""Walker models by name: the registry is data (YAML files shipped in ``models/``).
+"""Walker models by name or file: the registry is data (YAML files shipped in ``models/``).
 
 A model file lists coordinates (absolute link angles), lumped masses with their path from
 the base (one row of ``A`` each), named points, link inertias, actuators, joint limits, the
-friction coefficient, the stance-exchange relabeling and free-form controller data. See
-``docs/walkers.md`` for the format.
+friction coefficient, the stance-exchange relabeling and free-form controller data. The
+reader and its validation are :mod:`rbc.walkers.hybrid.modelfile`; built-in models and a
+user's file go through the same one. See ``docs/walkers.md`` §8 for the format.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from functools import cache
 from importlib import resources
-from typing import Any
-
-import numpy as np
-import yaml
+from pathlib import Path
 
 from rbc.walkers.errors import WalkerError
 from rbc.walkers.hybrid.model import WalkerModel
+from rbc.walkers.hybrid.modelfile import model_from_text, read_model_file
 
 # name -> file in rbc/walkers/hybrid/models/
 MODELS: dict[str, str] = {
@@ -24,67 +25,14 @@ MODELS: dict[str, str] = {
     "threelink": "threelink.yaml",
     "rabbit": "rabbit.yaml",
     "humanoid": "humanoid.yaml",
+    "garcia": "garcia.yaml",
+    "rimless": "rimless.yaml",
 }
 
 
 def model_names() -> tuple[str, ...]:
     """Registered model names."""
     return tuple(MODELS)
-
-
-def _row(path: dict[str, float], coords: list[str], where: str) -> np.ndarray:
-    row = np.zeros(len(coords))
-    for link, length in path.items():
-        if link not in coords:
-            raise WalkerError(f"{where}: unknown link '{link}'", choices=coords, got=link)
-        row[coords.index(link)] = float(length)
-    return row
-
-
-def model_from_dict(data: dict[str, Any], where: str = "<dict>") -> WalkerModel:
-    """Build a :class:`WalkerModel` from a parsed model file.
-
-    Raises:
-        WalkerError: a link name is unknown or the relabeling is not a permutation.
-    """
-    coords = list(data["coordinates"])
-    n = len(coords)
-    masses = data["masses"]
-    A = np.stack([_row(mk["path"], coords, f"{where}: masses.{mk['name']}") for mk in masses])
-    m = np.array([float(mk["mass"]) for mk in masses])
-    inertia = data.get("inertia", {})
-    I = np.array([float(inertia.get(c, 0.0)) for c in coords])
-    points = {k: _row(v, coords, f"{where}: points.{k}") for k, v in data["points"].items()}
-    acts = data.get("actuators", [])
-    B = np.zeros((n, len(acts)))
-    for i, a in enumerate(acts):
-        if a.get("parent") is not None:
-            B[coords.index(a["parent"]), i] = -1.0
-        B[coords.index(a["child"]), i] = 1.0
-    relabel = tuple(coords.index(c) for c in data.get("relabel", coords))
-    if sorted(relabel) != list(range(n)):
-        raise WalkerError(f"{where}: relabel is not a permutation of the coordinates")
-    limits = [
-        (coords.index(lim["parent"]), coords.index(lim["child"]), lim["lo"], lim["hi"])
-        for lim in data.get("limits", [])
-    ]
-    known = {"name", "coordinates", "masses", "inertia", "points", "actuators", "relabel",
-             "limits", "mu", "gravity"}
-    return WalkerModel(
-        name=str(data["name"]),
-        coords=tuple(coords),
-        A=A,
-        m=m,
-        I=I,
-        B=B,
-        points=points,
-        relabel=relabel,
-        actuators=tuple(a["name"] for a in acts),
-        mu=float(data.get("mu", 0.7)),
-        limits=np.array(limits, dtype=float).reshape(-1, 4),
-        params={k: v for k, v in data.items() if k not in known},
-        g=float(data.get("gravity", 9.81)),
-    )
 
 
 @cache
@@ -97,4 +45,52 @@ def load_model(name: str) -> WalkerModel:
     if name not in MODELS:
         raise WalkerError(f"unknown walker model '{name}'", choices=model_names(), got=name)
     text = resources.files("rbc.walkers.hybrid").joinpath("models", MODELS[name]).read_text()
-    return model_from_dict(yaml.safe_load(text), where=MODELS[name])
+    return model_from_text(text, where=MODELS[name])
+
+
+def is_model_file(spec: str) -> bool:
+    """Whether ``spec`` names a model file (a path ending in .yaml/.yml, or containing a
+    directory separator) rather than a registered name."""
+    return spec.endswith((".yaml", ".yml")) or "/" in spec or "\\" in spec
+
+
+def resolve_model(spec: str) -> WalkerModel:
+    """A registered model by name, or a model file by path (``--model NAME|FILE.yaml``).
+
+    Raises:
+        WalkerError: unknown name (lists the registered names and the file form) or an
+            invalid file (names the file and the field).
+    """
+    if is_model_file(spec):
+        return read_model_file(spec)
+    if spec not in MODELS:
+        raise WalkerError(f"unknown walker model '{spec}' (or give a model file, "
+                          "FILE.yaml)", choices=model_names(), got=spec)
+    return load_model(spec)
+
+
+def model_label(spec: str) -> str:
+    """Safe stem for output file names: the registered name, or the file's stem with
+    characters other than letters, digits, '-', '_' replaced (never the file's contents)."""
+    stem = Path(spec).stem if is_model_file(spec) else spec
+    return re.sub(r"[^A-Za-z0-9_-]", "_", stem) or "model"
+
+
+def default_slope(model: WalkerModel) -> float:
+    """Slope [rad] the model file suggests: ``slope``, or ``slope_degrees`` converted as
+    ``pi * deg / 180`` (3 degrees is exactly ``pi / 60``), else 0."""
+    p = model.params
+    if "slope_degrees" in p:
+        return math.pi * float(p["slope_degrees"]) / 180.0
+    return float(p.get("slope", 0.0))
+
+
+def stride_time_limit(model: WalkerModel) -> float:
+    """Longest swing phase [s] before a run stops with "no touchdown": the model file's
+    ``stride_time_limit``, else four small-oscillation periods of a pendulum of the leg
+    length, ``4 * 2 pi sqrt(leg_length / g)`` (compass: 8.0 s; Garcia's walker in its
+    dimensionless units, g = 1: 25.1 s against its 3.81 period)."""
+    p = model.params
+    if "stride_time_limit" in p:
+        return float(p["stride_time_limit"])
+    return 8.0 * math.pi * math.sqrt(float(p.get("leg_length", 1.0)) / model.g)

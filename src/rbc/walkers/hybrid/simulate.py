@@ -90,6 +90,7 @@ def make_guard(model: WalkerModel, foot: str = "swing_foot"):
     min_step = float(model.params.get("min_step", 0.1 * leg))
     n = model.n
     a = model.points[foot]
+    av = model.points_v.get(foot)
 
     def guard(x: np.ndarray) -> tuple[bool, float]:
         q, qd = x[:n], x[n:]
@@ -98,7 +99,14 @@ def make_guard(model: WalkerModel, foot: str = "swing_foot"):
         vy = -(a * qd) @ s
         return bool(xf > min_step and vy < 0.0), float(yf)
 
-    return guard
+    def guard_offsets(x: np.ndarray) -> tuple[bool, float]:
+        q, qd = x[:n], x[n:]
+        s, c = np.sin(q), np.cos(q)
+        xf, yf = a @ s + av @ c, a @ c - av @ s
+        vy = -((a * qd) @ s + (av * qd) @ c)
+        return bool(xf > min_step and vy < 0.0), float(yf)
+
+    return guard if av is None else guard_offsets
 
 
 def make_posture_watch(model: WalkerModel):
@@ -112,9 +120,11 @@ def make_posture_watch(model: WalkerModel):
     lo, hi = lim[:, 2], lim[:, 3]
     half = 0.5 * leg
 
+    hip_v = model.points_v.get("hip")
+
     def posture(q: np.ndarray, qd: np.ndarray) -> str | None:
-        if hip @ np.cos(q) < half:
-            hx = hip @ np.sin(q)
+        if (hip @ np.cos(q) if hip_v is None else point(model, "hip", q)[1]) < half:
+            hx = point(model, "hip", q)[0]
             return "forward fall: hip below half leg length" if hx > 0 else (
                 "backward fall: hip below half leg length")
         if c @ qd <= 0.0:
@@ -136,7 +146,7 @@ def make_watch(model: WalkerModel, alpha: float):
     non-positive stance normal force (liftoff) and stance slip."""
     n = model.n
     mgx, mgy = model.m_total * model.g * np.sin(alpha), -model.m_total * model.g * np.cos(alpha)
-    w = model.w
+    w, wv, offsets = model.w, model.wv, model.has_offsets
     mu = model.mu
     posture = make_posture_watch(model)
 
@@ -147,10 +157,13 @@ def make_watch(model: WalkerModel, alpha: float):
             return why
         # stance reaction F = sum_k m_k cdd_k - m_tot g_t, cdd_k = sum_j A_kj (v qdd - u qd^2)
         wc, ws, qd2 = w * np.cos(q), w * np.sin(q), qd * qd
-        Fy = -(ws @ qdd) - wc @ qd2 - mgy
+        Fx, Fy = wc @ qdd - ws @ qd2 - mgx, -(ws @ qdd) - wc @ qd2 - mgy
+        if offsets:  # d^2/dt^2 (wv v(q)) = wv (-u qdd - v qd^2)
+            vc, vs = wv * np.cos(q), wv * np.sin(q)
+            Fx, Fy = Fx - vs @ qdd - vc @ qd2, Fy - vc @ qdd + vs @ qd2
         if Fy <= 0.0:
             return "liftoff: stance foot normal force <= 0"
-        if abs(wc @ qdd - ws @ qd2 - mgx) > mu * Fy:
+        if abs(Fx) > mu * Fy:
             return "slip: stance force outside the friction cone"
         return None
 
@@ -179,15 +192,21 @@ def check_start(model: WalkerModel, x0: np.ndarray, alpha: float) -> None:
 
 
 def stride(model: WalkerModel, ctrl, alpha: float, x0: np.ndarray, dt: float,
-           t_max: float = 4.0):
+           t_max: float | None = None):
     """Simulate one swing phase and its impact.
+
+    ``t_max``: stride time limit [s] (None: :func:`rbc.walkers.hybrid.registry.
+    stride_time_limit`, four pendulum periods of the leg).
 
     Returns:
         ``(segment, impact_report or None, x_plus or None, reason or None)``.
     """
+    from rbc.walkers.hybrid.registry import stride_time_limit
     from rbc.walkers.hybrid.swing import forward_dynamics, integrate_until
 
     n = model.n
+    if t_max is None:
+        t_max = stride_time_limit(model)
     hold = None
     if hasattr(ctrl, "accel"):  # built-in: part of the vector field, every RK4 stage
 
@@ -215,7 +234,7 @@ def stride(model: WalkerModel, ctrl, alpha: float, x0: np.ndarray, dt: float,
 
 
 def walk(model: WalkerModel, ctrl, alpha: float, x0: np.ndarray, strides: int,
-         dt: float = 1e-3, t_max: float = 4.0, progress=None) -> WalkResult:
+         dt: float = 1e-3, t_max: float | None = None, progress=None) -> WalkResult:
     """Simulate up to ``strides`` strides from the post-impact state ``x0`` (2n,).
 
     Args:

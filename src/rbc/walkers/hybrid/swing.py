@@ -17,7 +17,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import brentq
 
-from rbc.walkers.hybrid.model import WalkerModel, centrifugal, gravity, mass_matrix
+from rbc.walkers.hybrid.model import (
+    WalkerModel,
+    centrifugal,
+    gravity,
+    limit_solve,
+    mass_matrix,
+    solve_mass_matrix,
+)
 
 Deriv = Callable[[np.ndarray, np.ndarray | None], tuple[np.ndarray, np.ndarray]]
 
@@ -34,7 +41,12 @@ def forward_dynamics(
     rhs = -centrifugal(model, q, qd) - gravity(model, q, alpha)
     if u is not None:
         rhs = rhs + model.B @ u
-    return np.linalg.solve(mass_matrix(model, q), rhs)
+    D = mass_matrix(model, q)
+    if model.infinitesimal is not None:
+        lim = model.infinitesimal
+        rhs1 = -centrifugal(lim, q, qd) - gravity(lim, q, alpha)
+        return limit_solve(D, mass_matrix(lim, q), rhs, rhs1, what="limit mass matrix")
+    return solve_mass_matrix(model, D, rhs, q)
 
 
 def rk4_step(
