@@ -243,6 +243,9 @@ def fixedpoint(
         "eigenvalues": [[float(e.real), float(e.imag)] for e in fp.eigenvalues],
         "spectral_radius": fp.spectral_radius,
         "step_period": fp.step_period,
+        "jacobian": fp.jacobian.tolist(),
+        "jacobian_method": fp.jacobian_method,
+        "fd_difference": fp.fd_difference,
     }
     if json_out:
         typer.echo(json.dumps(data))
@@ -258,3 +261,5 @@ def fixedpoint(
     typer.echo(f"spectral radius: {data['spectral_radius']:.6f}  "
                f"({'stable' if data['spectral_radius'] < 1 else 'unstable'})")
     typer.echo(f"step period: {data['step_period']:.6f} s")
+    typer.echo(f"Jacobian: {fp.jacobian_method}; max |DP - DP_fd| = {fp.fd_difference:.1e} "
+               "(central differences, step 1e-6)")

@@ -100,8 +100,11 @@ def run_walk(spec: str, controller: str, slope: float, strides: int,
 
 
 def find_gait(spec: str, controller: str, slope: float, dt: float | None = None,
-              t_max: float | None = None) -> FixedPoint:
+              t_max: float | None = None, cross_check: bool = True) -> FixedPoint:
     """Period-one gait of ``spec`` by Newton on the Poincaré map, from the model's start.
+
+    The Jacobian is variational for point-foot walkers (central differences for the footed
+    one); ``cross_check`` adds the central-difference Jacobian at the fixed point.
 
     Raises:
         WalkerError: as :func:`run_walk`, or Newton fails / a stride falls.
@@ -123,7 +126,7 @@ def find_gait(spec: str, controller: str, slope: float, dt: float | None = None,
         return find_fixed_point(pmap, x0, tol=1e-9)
     return find_fixed_point(stride_map(model, ctrl, slope,
                                        dt or float(model.params.get("dt", 1e-3)), t_max=lim),
-                            x0)
+                            x0, cross_check=cross_check)
 
 
 

@@ -152,6 +152,16 @@ def test_hostile_yaml_is_refused(tmp_path, text, msg):
         read_model_file(_write(tmp_path, text))
 
 
+def test_scientific_notation_without_a_dot_is_a_number():
+    """YAML 1.1 reads ``1e-6`` as text; the reader takes it as the number a user meant."""
+    d = copy.deepcopy(COMPASS)
+    d["masses"][0]["mass"] = "5e0"
+    assert model_from_dict(d, "sci.yaml").m[0] == 5.0
+    d["masses"][0]["mass"] = "five"
+    with pytest.raises(WalkerError, match="expected a number"):
+        model_from_dict(d, "sci.yaml")
+
+
 def test_missing_file_and_unknown_name(tmp_path):
     with pytest.raises(WalkerError, match="no such model file"):
         resolve_model(str(tmp_path / "nope.yaml"))

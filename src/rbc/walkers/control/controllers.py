@@ -14,6 +14,8 @@ from rbc.walkers.errors import WalkerError
 from rbc.walkers.hybrid.model import (
     FusedTerms,
     WalkerModel,
+    dD_times,
+    force_jacobian,
     limit_solve,
     solve_mass_matrix,
 )
@@ -72,6 +74,36 @@ class Passive:
             D1, mhg1 = self._terms1(q, qd)
             return limit_solve(D, D1, mhg, mhg1, what="limit mass matrix"), self._u
         return solve_mass_matrix(self.model, D, mhg, q), self._u
+
+    def accel_jacobian(self, q: np.ndarray, qd: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(qdd, ∂qdd/∂q, ∂qdd/∂qd)`` ((n,), (n, n), (n, n)), analytic.
+
+        ``D qdd = r`` differentiated: ``D ∂qdd/∂q_k = ∂r/∂q_k - ∂D/∂q_k qdd``
+        (:func:`rbc.walkers.hybrid.model.dD_times`, :func:`force_jacobian`). A limit model
+        differentiates both orders of the pencil and takes the limit again: with ``z1`` any
+        solution of ``D0 z1 = r1 - D1 qdd``, the ``eps`` order of the derivative is
+        ``∂r1/∂q - ∂D1/∂q qdd - ∂D0/∂q z1``.
+
+        Raises:
+            WalkerError: singular mass matrix.
+        """
+        m, a = self.model, self.alpha
+        qdd = self.accel(q, qd)[0]
+        D, _ = self._terms(q, qd)
+        rq, rqd = force_jacobian(m, q, qd, a)
+        rq = rq - dD_times(m, q, qdd)
+        if self._terms1 is None:
+            X = solve_mass_matrix(m, D, np.column_stack([rq, rqd]), q)
+            return qdd, X[:, :m.n], X[:, m.n:]
+        lim = m.infinitesimal
+        D1, r1 = self._terms1(q, qd)
+        z1 = np.linalg.lstsq(D, r1 - D1 @ qdd, rcond=None)[0]
+        rq1, rqd1 = force_jacobian(lim, q, qd, a)
+        rq1 = rq1 - dD_times(lim, q, qdd) - dD_times(m, q, z1)
+        X = limit_solve(D, D1, np.column_stack([rq, rqd]), np.column_stack([rq1, rqd1]),
+                        what="limit mass matrix")
+        return qdd, X[:, :m.n], X[:, m.n:]
 
 
 def make_controller(name: str, model: WalkerModel, alpha: float):

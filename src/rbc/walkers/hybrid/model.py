@@ -268,6 +268,15 @@ def mass_velocities(model: WalkerModel, q: np.ndarray, qd: np.ndarray) -> np.nda
     return V - np.stack([model.Av @ s, model.Av @ c], axis=1) if model.has_offsets else V
 
 
+def _regular_solve(K: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """``K^-1 b`` by LAPACK ``dgesv``, or None when a pivot is below 1e-13 of the largest."""
+    from scipy.linalg.lapack import dgesv
+
+    lu, _, x, info = dgesv(K, b)
+    d = np.abs(np.diagonal(lu))
+    return x if info == 0 and d.min() > 1e-13 * d.max() else None
+
+
 def limit_solve(K0: np.ndarray, K1: np.ndarray, b0: np.ndarray, b1: np.ndarray,
                 what: str = "system") -> np.ndarray:
     """``lim_{eps -> 0} (K0 + eps K1)^-1 (b0 + eps b1)`` (N,), the equations of a limit model.
@@ -284,6 +293,16 @@ def limit_solve(K0: np.ndarray, K1: np.ndarray, b0: np.ndarray, b1: np.ndarray,
     Raises:
         WalkerError: ``L^T K1 R`` singular (the limit does not determine the motion).
     """
+    Z = ~(K0.any(axis=0) | K0.any(axis=1))  # coordinates the finite part does not touch
+    if Z.any():  # structural null space (coordinate axes): block-triangular, no SVD
+        a = ~Z
+        za = _regular_solve(K0[np.ix_(a, a)], b0[a])
+        if za is not None:
+            zZ = _regular_solve(K1[np.ix_(Z, Z)], b1[Z] - K1[np.ix_(Z, a)] @ za)
+            if zZ is not None:
+                z = np.empty(b0.shape)
+                z[a], z[Z] = za, zZ
+                return z
     U, S, Vt = np.linalg.svd(K0)
     tol = S[0] * K0.shape[0] * 1e-13
     r = int(np.sum(S > tol))
@@ -368,6 +387,32 @@ class FusedTerms:
         return X[:, :-1], X[:, -1]
 
 
+def dD_times(model: WalkerModel, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """(n, n): column k is ``∂D/∂q_k v`` [kg m^2/rad] (``D_ij`` depends on ``q_i - q_j``
+    only: ``∂D_ij/∂q_k = S_ij (δ_ik - δ_jk)``, ``S = -M sin + Mi cos`` of the differences)."""
+    d = q[:, None] - q
+    S = -model.M * np.sin(d) + model.Mi * np.cos(d)
+    return np.diag(S @ v) - S * v[None, :]
+
+
+def force_jacobian(model: WalkerModel, q: np.ndarray, qd: np.ndarray, alpha: float
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """``(∂r/∂q, ∂r/∂qd)`` (n, n) each of ``r = -(H + G)`` [N m/rad, N m s/rad].
+
+    ``H_i = sum_j Hc_ij qd_j^2`` with ``Hc = M sin - Mi cos`` of ``q_i - q_j``, so
+    ``∂H_i/∂q_k = sum_j C_ij (δ_ik - δ_jk) qd_j^2`` (``C = M cos + Mi sin``) and
+    ``∂H_i/∂qd_j = 2 Hc_ij qd_j``; ``∂G_j/∂q_j = -g (w cos(q_j + α) - wv sin(q_j + α))``.
+    """
+    d = q[:, None] - q
+    s, c = np.sin(d), np.cos(d)
+    C = model.M * c + model.Mi * s
+    Hc = model.M * s - model.Mi * c
+    qd2 = qd * qd
+    dHq = np.diag(C @ qd2) - C * qd2[None, :]
+    dG = -model.g * (model.w * np.cos(q + alpha) - model.wv * np.sin(q + alpha))
+    return -dHq - np.diag(dG), -Hc * (2.0 * qd)[None, :]
+
+
 def singular_mass_matrix(model: WalkerModel, q: np.ndarray):
     """The error for a mass matrix LAPACK found singular at ``q`` (names the model, the
     configuration and the coordinates spanning the null space)."""
@@ -384,17 +429,24 @@ def singular_mass_matrix(model: WalkerModel, q: np.ndarray):
 
 def solve_mass_matrix(model: WalkerModel, D: np.ndarray, rhs: np.ndarray,
                       q: np.ndarray) -> np.ndarray:
-    """``D^-1 rhs`` by LAPACK ``dgesv``, refusing a singular ``D``: LAPACK's failure flag, or
-    a pivot below ``1e-13`` of the largest (a numerically singular matrix, where the
-    solution would be round-off amplified past any use).
+    """``D^-1 rhs`` by LAPACK ``dgesv`` on the symmetrically equilibrated ``S D S`` (``S =
+    diag(D)^-1/2``: a light link, e.g. a 1e-6 foot mass, no longer costs digits: round-off
+    in its acceleration stays relative to its own scale), refusing a singular ``D``:
+    LAPACK's failure flag, or a pivot below ``1e-13`` of the largest (a numerically singular
+    matrix, where the solution would be round-off amplified past any use).
 
     Raises:
         WalkerError: :func:`singular_mass_matrix`.
     """
     from scipy.linalg.lapack import dgesv
 
-    lu, _, x, info = dgesv(D, rhs)
+    dg = np.diagonal(D)
+    if not np.all(dg > 0):
+        raise singular_mass_matrix(model, q)
+    s = 1.0 / np.sqrt(dg)
+    sb = s if rhs.ndim == 1 else s[:, None]
+    lu, _, x, info = dgesv(D * s[:, None] * s[None, :], sb * rhs)
     d = np.abs(np.diagonal(lu))
     if info != 0 or not d.min() > 1e-13 * d.max():
         raise singular_mass_matrix(model, q)
-    return x
+    return sb * x

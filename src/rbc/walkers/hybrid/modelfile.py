@@ -24,6 +24,7 @@ matrix singular; it is named at load time.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from rbc.walkers.errors import WalkerError
 from rbc.walkers.hybrid.model import GRAVITY, WalkerModel, limit_solve, mass_matrix
 
 MAX_BYTES = 1 << 20  # a model file is a few kB; refuse pathological inputs
+_SCI = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 
 KEYS = ("name", "title", "coordinates", "relabel", "relabel_offsets", "masses", "inertia",
         "points", "actuators", "limits", "mu", "gravity", "leg_length", "min_step", "phase",
@@ -97,6 +99,8 @@ class _Reader:
 
     def number(self, v: Any, field: str, lo: float | None = None, hi: float | None = None,
                lo_open: bool = False) -> float:
+        if isinstance(v, str) and _SCI.fullmatch(v.strip()):
+            v = float(v)  # YAML 1.1 reads 1e-6 (no dot) as text; a user means the number
         if isinstance(v, bool) or not isinstance(v, int | float):
             raise self.fail(field, f"expected a number, got {v!r}")
         x = float(v)
