@@ -40,7 +40,9 @@ def test_fixedpoint_json():
                             "--json"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
-    assert set(d) == {"fixed_point", "eigenvalues", "spectral_radius", "step_period"}
+    assert set(d) == {"fixed_point", "eigenvalues", "spectral_radius", "step_period",
+                      "jacobian", "jacobian_method", "fd_difference"}
+    assert d["jacobian_method"] == "variational" and d["fd_difference"] < 1e-7
     mags = [np.hypot(*e) for e in d["eigenvalues"]]
     # same numbers through JSON and hypot: rounding only (pytest's default rel 1e-6)
     assert d["spectral_radius"] == pytest.approx(max(mags))
