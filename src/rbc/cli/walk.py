@@ -133,7 +133,7 @@ def run(
         files.append(write_log(res, out / f"{stem}_log"))
         files.append(phase_portrait(res, out / f"{stem}_phase.png", controller=controller))
         try:
-            files.append(animation(res, out / f"{stem}.gif"))
+            files.append(animation(res, out / f"{stem}.gif", controller=controller))
         except ImportError:
             _err.print("pillow not installed: no GIF (pip install pillow)")
     if json_out:
