@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,17 @@ RECORDS = REPO / "records"
 EXTERNAL = RECORDS / "external"  # vendored robot models (each folder: LICENSE, SOURCE.md)
 POLICIES = RECORDS / "policies"  # vendored Unitree deployment policies and reference rollouts
 EXAMPLES = RECORDS / "examples"  # the design's conformance record
+HARD = RECORDS / "hard"  # hard mechanisms (records/hard/README.md) and their generator
+
+
+@functools.cache
+def hard_generator():
+    """records/hard/make_hard.py as a module (its closed-form geometry is the independent
+    reference of the hard-mechanism tests)."""
+    spec = importlib.util.spec_from_file_location("make_hard", HARD / "make_hard.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture

@@ -46,12 +46,15 @@ class MechanismEvent(RbcError):
 
 @dataclass
 class SolveStats:
-    """Counts of one solve: Newton iterations and fresh residual/Jacobian evaluations."""
+    """Counts of one solve: Newton iterations, fresh residual/Jacobian evaluations,
+    accepted continuation steps and the largest of them (scaled units: rad, or lengths
+    over the partition's length scale)."""
 
     iterations: int = 0
     residual_evals: int = 0
     jacobian_evals: int = 0
     continuation_steps: int = 0
+    largest_step: float = 0.0
 
 
 def unclosed_report(model: CompiledModel, rho: np.ndarray, tol: float) -> str:
@@ -212,11 +215,51 @@ def det_sign(model: CompiledModel, q: np.ndarray, blk: ModuleBlock, cols: np.nda
               sel: np.ndarray) -> float:
     """Sign of det R_p of one module (the branch indicator: it flips only through a
     singular configuration, where the assembly could switch branches)."""
+    return branch_signs(model, q, blk, cols, sel)[0]
+
+
+def chord_blocks(model: CompiledModel, blk: ModuleBlock, cols: np.ndarray, sel: np.ndarray
+                 ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per chord of a module with a square *own* dependent block: ``(row positions in
+    R_p, column positions in cols)``.
+
+    A dependent column is a chord's own when its joint lies on that chord's closure path
+    (or is the cut joint itself) and on no other path or coupling of the module; the
+    chord's rows are its selected rows. Where these blocks are square, each one's
+    determinant is a branch indicator of that loop alone: it changes sign when that loop's
+    assembly flips with the shared coordinates held, which the module's determinant cannot
+    see when two loops flip together (their signs multiply).
+    """
+    owner: dict[int, int] = {}
+    for p, i in enumerate(blk.chords):
+        for e in {model.chord_edges[i], *(edge for edge, _ in model.paths[i])}:
+            owner[e] = -1 if e in owner and owner[e] != p else p
+    for c in blk.couplings:
+        for vi, _, _ in model.coupling_rows[c]:
+            owner[int(model.v_edge[vi])] = -1
+    out = []
+    for p in range(len(blk.chords)):
+        rows = np.flatnonzero((sel >= 6 * p) & (sel < 6 * p + 6))
+        own = np.array([n for n, j in enumerate(cols) if owner.get(int(model.v_edge[j])) == p],
+                       dtype=np.int64)
+        if rows.size and rows.size == own.size:
+            out.append((rows, own))
+    return out
+
+
+def branch_signs(model: CompiledModel, q: np.ndarray, blk: ModuleBlock, cols: np.ndarray,
+                 sel: np.ndarray) -> tuple[float, ...]:
+    """Branch indicators of one module at q: the sign of det R_p, then the sign of each
+    chord's own dependent block (:func:`chord_blocks`). A continuation step that changes any
+    of them has crossed a singular configuration (or jumped to another assembly)."""
     _, C, _ = local_jacobian(model, q, blk.chords, blk.couplings, cols)
     Rp = C[sel]
     if Rp.size == 0 or Rp.shape[0] != Rp.shape[1]:
-        return 1.0
-    return float(np.sign(np.linalg.det(Rp)))
+        return (1.0,)
+    signs = [float(np.sign(np.linalg.det(Rp)))]
+    signs += [float(np.sign(np.linalg.det(Rp[np.ix_(r, c)])))
+              for r, c in chord_blocks(model, blk, cols, sel)]
+    return tuple(signs)
 
 
 @dataclass

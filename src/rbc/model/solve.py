@@ -10,10 +10,13 @@ s: 0 → 1, Allgower & Georg 2003, ch. 2):
 * corrector: per dependency module a Gauss–Newton solve on that module's dependent columns
   (:func:`rbc.model.closure.newton` with the analytic Jacobian), skipped for modules none of
   whose inputs moved;
-* a step is accepted when every module converged, every limited coordinate stays inside its
-  limits, no rotation angle of a Δ_e left the log domain and no module's R_p changed the sign
-  of its determinant (the assembly branch of ``q_ref`` is kept, as in acquisition); a
-  rejected step is halved. The full residual is checked at the end.
+* a step is accepted when every module converged, the corrector stayed close to the
+  predictor (the jump test, :data:`JUMP_RATIO`), every limited coordinate stays inside its
+  limits, no rotation angle of a Δ_e left the log domain and no branch indicator changed
+  sign (:func:`rbc.model.closure.branch_signs`: det R_p per module and each chord's own
+  dependent block; the assembly branch of ``q_ref`` is kept); a rejected step is halved, an
+  accepted one doubles the next up to the cap :data:`MAX_STEP`. The full residual is
+  checked at the end.
 
 A coordinate can be prescribed *by value* when its joint's limited coordinates are its
 velocity coordinates one to one (``len(kind.limited) == kind.nv``: revolute, prismatic,
@@ -35,7 +38,7 @@ from rbc.model.closure import (
     CLOSURE_TOL,
     ClosureError,
     SolveStats,
-    det_sign,
+    branch_signs,
     log_domain_ok,
     newton,
     unclosed_report,
@@ -48,8 +51,16 @@ from rbc.model.partition import lift, scales
 #: Largest continuation step of a prescribed coordinate, in scaled units (rad, or lengths
 #: divided by the partition's length scale L): from the lift predictor, half a radian of
 #: crank rotation (or L/2 of stroke) converges in 3–6 Newton iterations on the shipped
-#: records; larger steps are halved when they fail, so this only trades speed.
+#: records. It is a hard cap (an accepted step doubles the next one only up to it): a
+#: larger step can converge onto another assembly branch — on Jansen's linkage a 2 rad
+#: crank step landed on a branch 0.7 m away from the foot path.
 MAX_STEP = 0.5
+#: Jump test: the corrector's displacement (scaled ∞-norm) must stay below this fraction
+#: of the predicted step. A tangent predictor leaves an O(κh²) gap to the solution curve
+#: (κ its curvature), so at the largest step (0.5) it fails only where κ ≳ 2 rad⁻¹ — there
+#: the step is halved; a corrector that travels as far as the predictor has left the
+#: branch (Allgower & Georg 2003, §6.1: "distance to the curve" step control).
+JUMP_RATIO = 0.5
 #: Smallest continuation step (fraction of the whole path) before giving up: 2⁻¹² ≈ 2e-4
 #: of the way (≤ 1e-4 rad or L·1e-4 per step on the shipped records), below which a stall
 #: is a genuine boundary (a singular configuration or the edge of the workspace).
@@ -264,8 +275,9 @@ def solve(model: CompiledModel, part: Partition, targets: Mapping[int, float],
     sc = scales(model, part.length_scale).cols
     span = float(np.max(np.abs(u1 - u0) / sc[idx], initial=0.0))
     plan = module_plan(model, part)
-    signs = [det_sign(model, q, blk, cols, sel) for blk, cols, _, sel in plan]
-    s, ds = 0.0, min(1.0, MAX_STEP / span) if span > 0 else 1.0
+    signs = [branch_signs(model, q, blk, cols, sel) for blk, cols, _, sel in plan]
+    cap = min(1.0, MAX_STEP / span) if span > 0 else 1.0
+    s, ds = 0.0, cap
     failed, why = None, "the corrector did not converge"
     while s < 1.0:
         if ds < MIN_FRACTION:
@@ -276,13 +288,14 @@ def solve(model: CompiledModel, part: Partition, targets: Mapping[int, float],
                 f"the reference configuration ({why}); chords that stay open: "
                 f"{unclosed_report(model, rho, tol)}")
         trial = min(1.0, s + ds)
-        qt, ok = advance(model, part, q, idx, u0 + trial * (u1 - u0), plan, tol, st)
-        reason = (_inadmissible(model, qt, plan, signs) if ok else "the corrector did not "
-                  "converge: a singular configuration or the edge of the workspace")
+        qt, reason = advance(model, part, q, idx, u0 + trial * (u1 - u0), plan, tol, st)
         if reason is None:
+            reason = _inadmissible(model, qt, plan, signs)
+        if reason is None:
+            st.largest_step = max(st.largest_step, (trial - s) * span)
             q, s = qt, trial
             st.continuation_steps += 1
-            ds *= 2.0
+            ds = min(2.0 * ds, cap)
         else:
             failed, why = qt, reason
             ds *= 0.5
@@ -297,24 +310,36 @@ def solve(model: CompiledModel, part: Partition, targets: Mapping[int, float],
 
 
 def advance(model: CompiledModel, part: Partition, q: np.ndarray, idx: np.ndarray,
-             u: np.ndarray, plan: list[tuple], tol: float, st: SolveStats
-             ) -> tuple[np.ndarray, bool]:
-    """One predictor–corrector step to independent values ``u``: ``(q, converged)``."""
+            u: np.ndarray, plan: list[tuple], tol: float, st: SolveStats
+            ) -> tuple[np.ndarray, str | None]:
+    """One predictor–corrector step to independent values ``u``.
+
+    Returns ``(q, None)`` when every corrector converged and passed the jump test
+    (:data:`JUMP_RATIO`), else ``(q, why)``.
+    """
     du = np.zeros(model.nv)
     du[idx] = u - np.array([coordinate_value(model, q, int(j)) for j in idx])
     L = lift(model, part, q)
     st.jacobian_evals += 1
     pred = np.zeros(model.nv)
     pred[part.dependent] = (L.E[part.dependent] @ du[part.independent])
-    qt = set_values(model, model.integrate(q, pred), dict(zip(idx.tolist(), u, strict=True)))
+    qp = set_values(model, model.integrate(q, pred), dict(zip(idx.tolist(), u, strict=True)))
+    qt = qp
     for blk, cols, inputs, _ in plan:
         if cols.size == 0 or not np.any(du[inputs]):
             continue  # none of this module's inputs moved: it stays closed
         qt, ok = newton(model, qt, blk.chords, blk.couplings, cols, tol=tol, stats=st,
                         max_iter=MAX_CORRECTOR)
         if not ok:
-            return qt, False
-    return qt, True
+            return qt, ("the corrector did not converge: a singular configuration or the edge "
+                        "of the workspace")
+    sc = scales(model, part.length_scale).cols
+    step = float(np.abs((pred + du) / sc).max(initial=0.0))
+    moved = float(np.abs(model.difference(qp, qt) / sc).max(initial=0.0))
+    if moved > JUMP_RATIO * step:
+        return qt, (f"the corrector moved {moved:.3g} (scaled) against a predicted step of "
+                    f"{step:.3g}: it would leave the branch")
+    return qt, None
 
 
 def _inadmissible(model: CompiledModel, q: np.ndarray, plan: list[tuple],
@@ -326,10 +351,12 @@ def _inadmissible(model: CompiledModel, q: np.ndarray, plan: list[tuple],
     rho = residual(model, q, couplings=[])
     if not log_domain_ok(rho, model.n_chords):
         return "a loop rotation reaches π (the log domain)"
-    if any(det_sign(model, q, blk, cols, sel) != s0
-           for (blk, cols, _, sel), s0 in zip(plan, signs, strict=True)):
-        return ("a singular configuration lies between: the assembly branch would change "
-                "(det R_p changes sign)")
+    for (blk, cols, _, sel), s0 in zip(plan, signs, strict=True):
+        s1 = branch_signs(model, q, blk, cols, sel)
+        if s1 != s0:
+            what = "det R_p" if s1[0] != s0[0] else "a loop's own dependent block"
+            return ("a singular configuration lies between: the assembly branch would change "
+                    f"({what} changes sign)")
     return None
 
 
@@ -358,7 +385,7 @@ def configuration_by_joint(model: CompiledModel, q: np.ndarray) -> dict[str, flo
     return out
 
 
-__all__ = ["MAX_CORRECTOR", "MAX_STEP", "SolveError", "SolveResult", "configuration_by_joint",
-           "coordinate_value", "get_partition", "independent_values", "parse_assignment",
-           "prescribable", "rate_is_speed", "resolve_targets", "set_values", "solve",
-           "solve_named"]
+__all__ = ["JUMP_RATIO", "MAX_CORRECTOR", "MAX_STEP", "SolveError", "SolveResult",
+           "configuration_by_joint", "coordinate_value", "get_partition",
+           "independent_values", "parse_assignment", "prescribable", "rate_is_speed",
+           "resolve_targets", "set_values", "solve", "solve_named"]

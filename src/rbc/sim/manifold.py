@@ -72,9 +72,9 @@ class Closer:
         x = np.asarray(x, dtype=float)[self._keep]
         if self._x is not None and np.array_equal(x, self._x):
             return self.q  # e.g. the first Runge–Kutta stage at the last step's end point
-        q, ok = advance(self.model, self.part, self.q, self._idx, x,
+        q, why = advance(self.model, self.part, self.q, self._idx, x,
                          self._plan, CLOSURE_TOL, self.stats)
-        if not ok:
+        if why is not None:
             self.fallbacks += 1
             q = solve(self.model, self.part, dict(zip(self._idx.tolist(), x, strict=True)),
                       self.q).q
