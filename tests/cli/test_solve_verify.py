@@ -32,7 +32,9 @@ def test_solve_prints_and_jsons(bundle, capsys):
     assert code == 0 and "residual" in out and "iterations" in out and "B" in out
     code, out, _ = run(capsys, "solve", b, "--set", "A=1.5", "--json")
     doc = json.loads(out)
-    assert code == 0 and set(doc) == {"partition", "configuration", "residual", "iterations"}
+    assert code == 0 and set(doc) == {"partition", "configuration", "residual", "iterations",
+                                      "start", "notes"}
+    assert doc["start"] == "q_ref" and doc["notes"] == []
     assert doc["configuration"]["A"] == 1.5 and doc["residual"] <= 1e-12
     assert set(doc["configuration"]) == {"A", "B", "C", "D"}
 
@@ -53,6 +55,33 @@ def test_solve_multicoordinate_joints_are_lists(bundle, capsys):
 def test_solve_errors_exit_2(bundle, capsys, args, message):
     code, out, err = run(capsys, "solve", bundle("fourbar"), *args)
     assert code == 2 and message in err and "Traceback" not in err and out == ""
+
+
+def test_solve_from_a_guess_takes_the_guessed_branch(bundle, capsys):
+    """--guess seeds the solve: a 3-decimal guess of the four-bar's crossed assembly lands
+    on the crossed branch (rocker at −2.2664 rad at crank 1 rad, from circle intersections),
+    the stored reference on the open one (1.7893 rad)."""
+    b = bundle("fourbar")
+    code, out, _ = run(capsys, "solve", b, "--set", "A=1.0", "--json")
+    assert code == 0 and json.loads(out)["configuration"]["D"] == pytest.approx(1.78925140339)
+    code, out, err = run(capsys, "solve", b, "--set", "A=1.0", "--guess", "B=-2.116",
+                         "--guess", "C=-1.150", "--guess", "D=-2.266", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["start"] == "guess" and doc["residual"] <= 1e-12
+    assert doc["configuration"]["D"] == pytest.approx(-2.266427966, abs=1e-9)
+    assert doc["configuration"]["A"] == 1.0
+
+
+def test_solve_guess_quaternion_note_and_errors(bundle, capsys):
+    b = bundle("stewart")
+    code, out, err = run(capsys, "solve", b, "--guess", "S1=0.8055,-0.1572,0.1094,0.5607")
+    assert code == 0 and "note: --guess S1: the guessed quaternion has norm" in err
+    for args, message in ((("--guess", "S1=2,0,0,0"), "quaternion norm 2.0 is not 1"),
+                          (("--guess", "S1=1,0,0"), "takes 4 value(s)"),
+                          (("--guess", "Q1=0.1"), "not a coordinate or joint"),
+                          (("--guess", "P1"), "expected NAME=VALUE")):
+        code, out, err = run(capsys, "solve", b, *args)
+        assert code == 2 and message in err and "Traceback" not in err and out == "", args
 
 
 def test_solve_unreachable_exit_2(bundle, capsys):

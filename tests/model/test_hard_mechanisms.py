@@ -236,3 +236,75 @@ def test_stewart66_has_several_assembly_modes():
     ell = np.array([coordinate_value(model, part.q_ref, model.v_names.index(f"P{i}"))
                     for i in range(1, 7)])
     assert np.abs(ell - legs).max() < 1e-12
+
+
+def mode_guess(mode: tuple[np.ndarray, np.ndarray], rng: np.random.Generator,
+               eps: float) -> dict[str, list[float] | float]:
+    """Joint values of an assembly mode, each perturbed uniformly by up to ``eps`` [rad, m]
+    (U angles, leg lengths; the S quaternions by a random rotation vector of up to ``eps``
+    per axis), as record ``initial`` values by joint name."""
+    from scipy.spatial.transform import Rotation
+
+    gen = hard_generator()
+    out: dict[str, list[float] | float] = {}
+    for i, v in enumerate(gen.stewart66_legs(gen.stewart66_geometry(), mode[1], mode[0]), 1):
+        out[f"U{i}"] = [float(x + rng.uniform(-eps, eps)) for x in v["U"]]
+        out[f"P{i}"] = float(v["P"] + rng.uniform(-eps, eps))
+        dR = Rotation.from_rotvec(rng.uniform(-eps, eps, 3)).as_matrix()
+        out[f"S{i}"] = gen.quat_wxyz(v["S"] @ dR)
+    return out
+
+
+def platform_pose_error(model, q, mode) -> float:
+    """max(|t − t*| / |t*|, |R − R*|) of the platform pose at q against a mode."""
+    T = frame_jacobian(model, q, model.record.body_index()["platform"], pin.SE3.Identity())[0]
+    t, R = mode
+    return max(float(np.abs(T.translation - t).max() / np.linalg.norm(t)),
+               float(np.abs(T.rotation - R).max()))
+
+
+def test_stewart66_compile_and_solve_land_on_the_guessed_mode(tmp_path):
+    """Acceptance (#12): from guesses within 0.02 (rad and m, legs included) of each
+    assembly mode, compile + `solve` of the six leg lengths land on that mode (pose error
+    ≤ 1e-9 relative; measured ≤ 4e-12: the solve tolerance through cond(R_p))."""
+    import yaml
+
+    from rbc.model.compiled import CompiledModel
+    from rbc.model.solve import solve_named
+
+    legs, modes = stewart66_modes()
+    rng = np.random.default_rng(7)
+    base = yaml.safe_load((HARD / "stewart66.yaml").read_text(encoding="utf-8"))
+    from rbc.compiler import compile_to_file
+
+    for k, mode in enumerate(modes):
+        guess = mode_guess(mode, rng, 0.02)
+        for j in base["joints"]:
+            j["initial"] = guess[j["name"]]
+        src = tmp_path / f"mode{k}.yaml"
+        src.write_text(yaml.safe_dump(base, sort_keys=False), encoding="utf-8")
+        compile_to_file(src, tmp_path / f"mode{k}.h5")
+        model = CompiledModel.from_bundle(tmp_path / f"mode{k}.h5")
+        r = solve_named(model, None, {f"P{i}": float(legs[i - 1]) for i in range(1, 7)})
+        assert platform_pose_error(model, r.q, mode) <= 1e-9, k
+
+
+def test_stewart66_solve_from_a_guess_lands_on_the_guessed_mode(tmp_path):
+    """`solve --guess`: one bundle (compiled at home), a guess near each mode given as
+    joint values (quaternions with 4 decimals: normalised with a note), the legs set to the
+    mode's lengths — the solve lands on the guessed mode, not on home's."""
+    from rbc.compiler import compile_to_file
+    from rbc.model.compiled import CompiledModel
+    from rbc.model.solve import solve_named
+
+    compile_to_file(HARD / "stewart66.yaml", tmp_path / "s66.h5")
+    model = CompiledModel.from_bundle(tmp_path / "s66.h5")
+    legs, modes = stewart66_modes()
+    rng = np.random.default_rng(11)
+    for k, mode in enumerate(modes[:4]):
+        guess = {n: np.round(v, 4).tolist() if n.startswith("S") else np.atleast_1d(v).tolist()
+                 for n, v in mode_guess(mode, rng, 0.02).items()}
+        r = solve_named(model, None, {f"P{i}": float(legs[i - 1]) for i in range(1, 7)}, guess)
+        assert platform_pose_error(model, r.q, mode) <= 1e-9, k
+        # 4-decimal quaternions are off unit norm by ~1e-5: normalised, each with a note
+        assert len(r.notes) >= 3 and all("normalised" in n for n in r.notes)

@@ -8,8 +8,9 @@ import pytest
 
 from rbc.ir import spatial as sp
 from rbc.model import kinematics as kin
-from rbc.model.closure import CLOSURE_TOL, ClosureState, acquire
+from rbc.model.closure import CLOSURE_TOL, ClosureState
 from rbc.model.partition import curvature, lift
+from rbc.model.solve import acquire
 from tests.model.conftest import compiled
 
 SEED = 20260927

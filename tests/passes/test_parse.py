@@ -172,6 +172,23 @@ def test_quaternion_initial_and_frames(tmp_path: Path) -> None:
     assert j.parent_frame.quat == (0.0, 0.0, 0.0, 1.0)
 
 
+def test_guess_quaternion_is_normalised_with_a_note(tmp_path: Path) -> None:
+    """An `initial` quaternion typed with 4 decimals (norm 0.99998) is a guess: normalised,
+    with a note naming the field; the same quaternion as a frame is physical data and is
+    refused; a guess further than 1e-3 from unit norm is refused too."""
+    guess = "[0.7071, 0.7071, 0, 0]"
+    rec = parse(tmp_path, doc(joints=joint(f"type: spherical, initial: {guess}")))
+    assert rec.joints[0].initial == pytest.approx((2**-0.5, 2**-0.5, 0.0, 0.0), abs=1e-15)
+    assert len(rec.notes) == 1 and "joints[0].initial" in rec.notes[0]
+    assert "normalised" in rec.notes[0]
+    assert parse(tmp_path, doc()).notes == ()
+    with pytest.raises(RecordError, match="never renormalises"):
+        parse(tmp_path, doc(joints=joint(f"type: revolute, axis: [0, 0, 1], "
+                                         f"child_frame: {{quat: {guess}}}")))
+    with pytest.raises(RecordError, match="within 0.001 of unit norm"):
+        parse(tmp_path, doc(joints=joint("type: spherical, initial: [0.7, 0.7, 0, 0]")))
+
+
 def test_free_initial_and_interfaces(tmp_path: Path) -> None:
     text = doc(
         bodies="bodies:\n" + GROUND + LINK + "  - {name: b2, mass: 0}\n",

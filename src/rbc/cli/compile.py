@@ -68,6 +68,8 @@ def compile_command(
 
         write_pinocchio_from_bundle(out, pinocchio)
     err = Console(stderr=True)
+    for note in report.stages["parse"].notes:
+        err.print(f"note: {note}", highlight=False, markup=False)
     for name, text in report.dumps:
         typer.echo(f"// ----- IR after {name} -----\n{text}")
     if time_passes:

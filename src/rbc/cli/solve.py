@@ -19,23 +19,35 @@ def solve_command(
     assignments: Annotated[list[str] | None, typer.Option(
         "--set", help="Independent coordinate NAME=VALUE [rad or m]; repeatable. NAME is a "
         "joint name, or JOINT.suffix for multi-coordinate joints.")] = None,
+    guess: Annotated[list[str] | None, typer.Option(
+        "--guess", help="Start from a guess instead of the stored reference configuration: "
+        "NAME=VALUE for any coordinate [rad or m], or JOINT=v1,v2,… in the joint's `initial` "
+        "layout (a spherical joint's quaternion w,x,y,z); repeatable. The guess is projected "
+        "onto the closure manifold (the nearest assembly), then the independent coordinates "
+        "are continued to the --set values and the others to their guessed values.")] = None,
     partition: Annotated[str | None, typer.Option(
         "--partition", help="Stored partition whose independent coordinates are prescribed "
         "(default: `default`).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Close the loops with the named independent coordinates prescribed (others keep q_ref)."""
+    """Close the loops with the named independent coordinates prescribed (others keep q_ref,
+    or their --guess values)."""
     from rbc.model.compiled import CompiledModel
-    from rbc.model.solve import configuration_by_joint, parse_assignment, solve_named
+    from rbc.model.solve import configuration_by_joint, parse_assignment, parse_guess, solve_named
 
     pairs = dict(parse_assignment(a) for a in assignments or ())
+    guesses = dict(parse_guess(g) for g in guess or ())
     model = CompiledModel.from_bundle(bundle)
-    result = solve_named(model, partition, pairs)
+    result = solve_named(model, partition, pairs, guesses)
+    err = Console(stderr=True, highlight=False)
+    for note in result.notes:
+        err.print(f"note: {note}", markup=False)
     config = configuration_by_joint(model, result.q)
     if as_json:
         typer.echo(json.dumps({"partition": result.partition, "configuration": config,
-                               "residual": result.residual, "iterations": result.iterations},
-                              indent=2))
+                               "residual": result.residual, "iterations": result.iterations,
+                               "start": "guess" if guesses else "q_ref",
+                               "notes": list(result.notes)}, indent=2))
         return
     t = Table(title=f"{model.record.name}: closed configuration (partition "
               f"{result.partition})", title_justify="left")

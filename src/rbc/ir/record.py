@@ -353,6 +353,8 @@ class Record:
         source: the file it was read from (``"<string>"`` for text).
         sha256: hex SHA-256 of the source text.
         text: the source text.
+        notes: what the reader accepted but adjusted (a guessed quaternion normalised), one
+            line each, for the command line to print.
     """
 
     name: str
@@ -368,6 +370,7 @@ class Record:
     source: str = "<string>"
     sha256: str = ""
     text: str = field(default="", repr=False)
+    notes: tuple[str, ...] = field(default=(), compare=False)
 
     def body_index(self) -> dict[str, int]:
         """Map body name → index in :attr:`bodies`."""

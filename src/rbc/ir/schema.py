@@ -12,7 +12,9 @@ The schema is DESIGN.md §3; the field-by-field reference, coordinate layouts an
 are in ``docs/records.md``. Every problem raises :class:`rbc.errors.RecordError` naming the
 file, the YAML path (``joints[3].axis``), what was expected and the valid choices. The
 parser never silently fixes a physically wrong record: the only normalisations are of
-directions (axes) and of quaternions whose norm is already within 1e-6 of 1.
+directions (axes) and of quaternions whose norm is already within 1e-6 of 1 — except the
+quaternions of `initial` guesses, normalised within 1e-3 of unit norm with a note
+(:attr:`Record.notes`): a guess is not a physical fact.
 
 YAML is read with ``yaml.safe_load`` semantics (the SafeLoader, LibYAML-accelerated when
 available): the document is composed once, its node tree is checked for duplicate mapping
@@ -25,7 +27,7 @@ import hashlib
 import math
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -58,7 +60,8 @@ from rbc.ir.record import (
     Transmission,
 )
 
-__all__ = ["check_record", "parse_record", "parse_record_text", "rpy_to_quat", "check_unit_norms"]
+__all__ = ["check_record", "check_unit_norms", "guess_quaternion", "parse_record",
+           "parse_record_text", "rpy_to_quat"]
 
 T = TypeVar("T")
 
@@ -67,6 +70,11 @@ ANGLE_UNITS: dict[str, float] = {"rad": 1.0, "deg": math.pi / 180.0}
 # A quaternion is accepted (and renormalised) only if its norm is this close to 1: enough
 # for values printed with ~7 significant digits, far below any real authoring mistake.
 QUAT_NORM_TOL = 1e-6
+# An `initial` quaternion is a guess (acquisition projects the whole guess onto the closure
+# manifold): one whose norm is within this of 1 (e.g. typed with three decimals) is
+# normalised with a note instead of refused. Frames and other physical data keep
+# QUAT_NORM_TOL.
+GUESS_QUAT_NORM_TOL = 1e-3
 # Relative slack of the inertia checks (semi-definiteness and the triangle inequality):
 # float64 round-off of principal moments computed by an eigen-decomposition (a few ulps of
 # the trace), so a slender rod's zero axial moment computed as −1e-20 is still zero.
@@ -115,10 +123,12 @@ FORBIDDEN_JOINT: dict[str, str] = {
 
 @dataclass(frozen=True)
 class _Ctx:
-    """What every reader needs: the file name (for messages) and the angle scale."""
+    """What every reader needs: the file name (for messages) and the angle scale, and where
+    notes on accepted-but-adjusted guesses are collected (:attr:`Record.notes`)."""
 
     file: str
     angle: float = 1.0  # rad per record angle unit
+    notes: list[str] = field(default_factory=list, compare=False)
 
     def error(self, path: str, problem: str, **kw: Any) -> RecordError:
         return RecordError(self.file, path, problem, **kw)
@@ -511,8 +521,41 @@ def _initial(ctx: _Ctx, path: str, value: Any, spec: _JointSpec) -> tuple[float,
     if spec.quat_at is None:
         return _coords(ctx, path, value, spec)
     values = _vector(spec.n_initial)(ctx, path, value)
-    q = _quat(ctx, path, list(values[spec.quat_at : spec.quat_at + 4]))
+    q = _guess_quat(ctx, path, list(values[spec.quat_at : spec.quat_at + 4]))
     return values[: spec.quat_at] + q
+
+
+def _guess_quat(ctx: _Ctx, path: str, value: list[float]) -> tuple[float, float, float, float]:
+    """The quaternion of an `initial` guess (:func:`guess_quaternion`), its note collected
+    in ``ctx.notes``."""
+    try:
+        q, note = guess_quaternion(value)
+    except ValueError as exc:
+        raise ctx.error(path, str(exc),
+                        expected=f"a unit quaternion [w, x, y, z] (an `initial` guess within "
+                        f"{GUESS_QUAT_NORM_TOL:g} of unit norm is normalised)") from None
+    if note:
+        ctx.notes.append(f"{ctx.file}: {path}: {note}")
+    return q
+
+
+def guess_quaternion(value: Sequence[float]) -> tuple[tuple[float, float, float, float],
+                                                      str | None]:
+    """A guessed quaternion ``[w, x, y, z]`` normalised: ``(unit quaternion, note)``; the note
+    (None when the norm was within QUAT_NORM_TOL of 1) says it was normalised.
+
+    Raises:
+        ValueError: the norm is further than GUESS_QUAT_NORM_TOL from 1.
+    """
+    q = np.array(value, dtype=float)
+    norm = float(np.linalg.norm(q))
+    if not abs(norm - 1.0) <= GUESS_QUAT_NORM_TOL:
+        raise ValueError(f"quaternion norm {norm!r} is not 1")
+    note = None
+    if abs(norm - 1.0) > QUAT_NORM_TOL:
+        note = (f"the guessed quaternion has norm {norm:.6g}; normalised (an `initial` value "
+                "is a guess, not a constraint)")
+    return tuple(float(c) for c in q / norm), note  # type: ignore[return-value]
 
 
 def _limits(r: _Reader, spec: _JointSpec) -> tuple[tuple[float, ...], tuple[float, ...]]:
@@ -1060,7 +1103,8 @@ def parse_record_text(text: str, source: str = "<string>") -> Record:
     ctx = _Ctx(source)
     top = _Reader(ctx, "", _load(ctx, text), TOP_KEYS, FORBIDDEN_TOP)
     top.get("rbc", _schema_version)
-    ctx = _Ctx(source, ANGLE_UNITS[top.get("angle_unit", _choice(tuple(ANGLE_UNITS)), "rad")])
+    ctx = _Ctx(source, ANGLE_UNITS[top.get("angle_unit", _choice(tuple(ANGLE_UNITS)), "rad")],
+               ctx.notes)
     top.ctx = ctx  # keys are checked; from here on angles convert with the record's unit
     bodies = [_body(ctx, p, v) for p, v in _items(top, "bodies")]
     if not bodies:
@@ -1081,6 +1125,7 @@ def parse_record_text(text: str, source: str = "<string>") -> Record:
         source=source,
         sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
         text=text,
+        notes=tuple(ctx.notes),
     )
     check_record(record, source)
     return record

@@ -1,14 +1,19 @@
-"""Closure solves: acquisition of a first feasible configuration and the motion lift.
+"""Closure solves: the nearest assembly to a guess, the Newton corrector and the motion lift.
 
-**Acquisition** (DESIGN.md §5): artificial-defect continuation. With ρ⁰ = ρ(q⁰) at the
-record's initial guesses, solve ``ρ^η(q) = ρ(q) − (1 − η) ρ⁰ = 0`` for η: 0 → 1 with the
-independent coordinates held, by Gauss–Newton steps with the analytic Jacobian restricted to
-the dependent columns (least squares, so redundant rows of planar loops are harmless). A
-step is accepted only if the residual contracts, every limited coordinate stays inside its
-limits, the rotation angle of every Δ_e stays inside the log domain (|ω| < π − margin), and
-the dependent block does not change sign of its determinant (the branch of the initial
-guesses is kept). A rejected step halves Δη. The full residual is checked after every
-solve. Allgower & Georg, *Introduction to Numerical Continuation Methods*, 2003, ch. 2.
+**Projection onto the closure manifold** (:func:`project`, the first half of acquisition,
+DESIGN.md §5): artificial-defect continuation with *every* coordinate free. With
+ρ⁰ = ρ(q⁰) at the guess, ``ρ(q) = (1 − η) ρ⁰`` is followed for η: 0 → 1 by a tangent
+predictor ``q ⊕ Δη·t`` (``C t = −ρ⁰``) and a Gauss–Newton corrector, both minimum-norm in the
+scaled joint metric of :func:`rbc.model.partition.scales` (truncated SVD; so each step
+moves the guess as little as the defect allows and the path ends at, to first order, the
+assembly nearest the guess). A step is accepted only if the corrector converged, stayed
+within half the predicted displacement (the jump test), every limited coordinate stays
+inside its limits and every Δ_e stays inside the log domain; the predicted displacement is
+capped at :data:`MAX_STEP`; a rejected step halves Δη. Modules are projected one by one over
+their own columns (inputs shared with another module are held), so the cost stays linear in
+the number of loops. :func:`rbc.model.solve.acquire` then continues the independent
+coordinates to their prescribed values. Allgower & Georg, *Introduction to Numerical
+Continuation Methods*, 2003, ch. 2 and §6.1 (step control).
 
 **Motion** (``ClosureState.step``): predictor ``q⁻ = q ⊕ h E(q) u``; then per module a
 Newton corrector on that module's dependent coordinates and rows only; modules none of
@@ -26,7 +31,7 @@ import numpy as np
 from rbc.errors import RbcError
 from rbc.model.compiled import CompiledModel, ModuleBlock, Partition
 from rbc.model.kinematics import local_jacobian, residual
-from rbc.model.partition import lift, partition_at
+from rbc.model.partition import lift, partition_at, scales
 
 #: Closure tolerance [rad, m] (∞-norm of ρ): a few hundred ulps of unit-size coordinates;
 #: the acceptance target of the shipped records is 1e-12.
@@ -34,6 +39,23 @@ CLOSURE_TOL = 1e-13
 #: Rotation angles of Δ must stay this far below π, where log is discontinuous.
 LOG_MARGIN = 1e-3
 MAX_NEWTON = 30
+#: Largest continuation step, in scaled units (rad, or lengths divided by the length scale
+#: L), of acquisition's projection and of ``rbc solve``: from a tangent predictor, half a
+#: radian (or L/2) converges in 3–6 Newton iterations on the shipped records. It is a hard
+#: cap (an accepted step doubles the next one only up to it): a larger step can converge
+#: onto another assembly branch — on Jansen's linkage a 2.2 rad crank step landed on a
+#: branch whose foot is 0.76 m away.
+MAX_STEP = 0.5
+#: Jump test: the corrector's displacement (scaled ∞-norm) must stay below this fraction
+#: of the predicted step. A tangent predictor leaves an O(κh²) gap to the solution curve
+#: (κ its curvature), so at the largest step (0.5) it fails only where κ ≳ 2 rad⁻¹ — there
+#: the step is halved; a corrector that travels as far as the predictor has left the
+#: branch (Allgower & Georg 2003, §6.1: "distance to the curve" step control).
+JUMP_RATIO = 0.5
+#: Relative singular-value cutoff of the minimum-norm steps of :func:`project`: directions
+#: below 1e-10 σ₁ of the scaled block (the rank decision's 1e-9 with a decade to spare) are
+#: numerically redundant rows (planar loops) and are not stepped along.
+MIN_NORM_RCOND = 1e-10
 
 
 class ClosureError(RbcError):
@@ -93,12 +115,16 @@ def newton(
     tol: float = CLOSURE_TOL,
     stats: SolveStats | None = None,
     max_iter: int = MAX_NEWTON,
+    scale: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, bool]:
     """Gauss–Newton on ``ρ_rows(q) = target`` over the velocity columns ``cols``.
 
     Each iteration is one fresh residual + Jacobian evaluation of the given rows only
     (:func:`~rbc.model.kinematics.local_jacobian`); the step is the least-squares solution
-    (minimum norm when the block is rank deficient), applied with ``q ⊕ δ``.
+    (minimum norm when the block is rank deficient), applied with ``q ⊕ δ``. With
+    ``scale = (row scales, column scales)`` of these rows and columns the step is the
+    minimum-norm solution in the scaled metric, singular values below
+    :data:`MIN_NORM_RCOND`·σ₁ truncated.
 
     Returns:
         ``(q, converged)``; q is returned even when not converged.
@@ -115,99 +141,116 @@ def newton(
         if it == max_iter:
             break
         dv = np.zeros(model.nv)
-        dv[cols] = np.linalg.lstsq(C, -r, rcond=None)[0]
+        dv[cols] = min_norm_step(C, -r, scale)
         q = model.integrate(q, dv)
         st.iterations += 1
     return q, False
 
 
-def acquire(
-    model: CompiledModel,
-    q0: np.ndarray | None = None,
-    *,
-    independent_joints: Collection[str] | None = None,
-    tol: float = CLOSURE_TOL,
-    max_steps: int = 256,
-) -> tuple[np.ndarray, SolveStats]:
-    """First feasible configuration by artificial-defect continuation from q⁰.
+def min_norm_step(C: np.ndarray, rhs: np.ndarray,
+                  scale: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray:
+    """Least-squares, minimum-norm x of ``C x = rhs`` (unscaled), or with ``scale =
+    (rows, cols)`` the one of ``(D_r C D_c) y = D_r rhs``, ``x = D_c y`` (truncated at
+    :data:`MIN_NORM_RCOND`)."""
+    if scale is None:
+        return np.linalg.lstsq(C, rhs, rcond=None)[0]
+    rows, cols = scale
+    y = np.linalg.lstsq(rows[:, None] * C * cols[None, :], rows * rhs, rcond=MIN_NORM_RCOND)[0]
+    return cols * y
 
-    Modules are independent once their inputs are held, so each is continued on its own
-    rows and dependent columns.
+
+def project(
+    model: CompiledModel,
+    q0: np.ndarray,
+    *,
+    tol: float = CLOSURE_TOL,
+    length: float | None = None,
+    stats: SolveStats | None = None,
+    max_steps: int = 256,
+) -> np.ndarray:
+    """The assembly nearest a guess (module docstring: defect continuation, every
+    coordinate of each module free, minimum-norm steps in the scaled metric).
 
     Args:
         model: compiled model.
-        q0: (nq,) start (default: the record's initial guesses).
-        independent_joints: coordinates held fixed (default: a partition at q⁰).
+        q0: (nq,) the guess (need not be closed).
         tol: closure tolerance (∞-norm) [rad, m].
+        length: length scale of the metric [m] (default: the record's characteristic one).
+        stats: counts to accumulate into.
         max_steps: continuation step budget per module.
 
     Returns:
-        ``(q, stats)`` with ``‖ρ(q)‖∞ ≤ tol``.
+        (nq,) q with ``‖ρ(q)‖∞ ≤ tol``, inside the limits.
 
     Raises:
-        ClosureError: continuation stalls or the result breaks limits; the message names
-            the chords that do not close and their residuals.
+        ClosureError: the continuation stalls (names how far it got and the chords that stay
+            open) — the guess is too far from any assembly, or a limit is in the way.
     """
-    q = model.initial_configuration() if q0 is None else np.array(q0, dtype=float)
-    st = SolveStats()
+    q = np.array(q0, dtype=float)
+    st = stats if stats is not None else SolveStats()
     if model.n_rows == 0:
-        return q, st
-    part = partition_at(model, q, independent_joints=independent_joints)
-    dependent, selected = set(part.dependent.tolist()), set(part.rows.tolist())
+        return q
+    sc = scales(model, length)
+    seen = np.zeros(model.nv, dtype=np.int64)
     for blk in model.blocks:
-        cols = np.array([j for j in blk.cols if j in dependent], dtype=np.int64)
-        sel = np.array([n for n, r in enumerate(blk.rows) if r in selected], dtype=np.int64)
-        q = _continue_module(model, q, blk, cols, sel, tol, max_steps, st)
-    rho = residual(model, q)
-    st.residual_evals += 1
-    if np.abs(rho).max() > tol:
-        raise ClosureError(
-            f"{model.record.source}: the loops do not close from the record's initial "
-            f"guesses; unclosed: {unclosed_report(model, rho, tol)} — check the attachment frames "
-            "and `initial` values")
-    out = within_limits(model, q)
-    if out:
-        raise ClosureError(f"{model.record.source}: the assembled configuration violates the "
-                           f"limits of {', '.join(out)}")
-    return q, st
+        seen[blk.cols] += 1
+    for blk in model.blocks:
+        free = np.array([j for j in blk.cols if seen[j] == 1], dtype=np.int64)
+        q = _project_module(model, q, blk, free, (sc.rows[blk.rows], sc.cols[free]), tol,
+                            max_steps, st)
+    return q
 
 
-def _continue_module(model: CompiledModel, q: np.ndarray, blk: ModuleBlock, cols: np.ndarray,
-                     sel: np.ndarray, tol: float, max_steps: int, st: SolveStats) -> np.ndarray:
-    """Artificial-defect continuation η: 0 → 1 on one module; returns the closed q.
-
-    ``cols`` are the module's dependent columns and ``sel`` the positions of its selected
-    rows within the module's rows (so that ``C[sel][:, cols]`` is the square R_p block).
-    """
+def _project_module(model: CompiledModel, q: np.ndarray, blk: ModuleBlock, cols: np.ndarray,
+                    scale: tuple[np.ndarray, np.ndarray], tol: float, max_steps: int,
+                    st: SolveStats) -> np.ndarray:
+    """Defect continuation η: 0 → 1 of one module over the columns ``cols``."""
     chords, couplings = blk.chords, blk.couplings
     rho0 = local_jacobian(model, q, chords, couplings, cols)[0]
     st.residual_evals += 1
     if np.abs(rho0).max(initial=0.0) <= tol:
         return q
-    sign0 = det_sign(model, q, blk, cols, sel)
-    eta, d_eta = 0.0, 1.0
+    eta, d_eta, why = 0.0, 1.0, "the corrector did not converge"
     for _ in range(max_steps):
         if eta >= 1.0 or d_eta < 1e-6:
             break
-        trial = min(1.0, eta + d_eta)
-        qt, ok = newton(model, q, chords, couplings, cols, target=(1.0 - trial) * rho0,
-                        tol=tol if trial == 1.0 else max(tol, 1e-10), stats=st, max_iter=12)
+        C = local_jacobian(model, q, chords, couplings, cols)[1]
+        st.jacobian_evals += 1
+        t = min_norm_step(C, -rho0, scale)  # dq/dη
+        reach = float(np.abs(t / scale[1]).max(initial=0.0))
+        d_eta = min(d_eta, 1.0 - eta, MAX_STEP / reach if reach > 0 else 1.0)
+        trial = eta + d_eta
+        dv = np.zeros(model.nv)
+        dv[cols] = d_eta * t
+        qp = model.integrate(q, dv)
+        qt, ok = newton(model, qp, chords, couplings, cols, target=(1.0 - trial) * rho0,
+                        tol=tol if trial >= 1.0 else max(tol, 1e-10), stats=st, max_iter=12,
+                        scale=scale)
+        moved = float(np.abs(model.difference(qp, qt)[cols] / scale[1]).max(initial=0.0))
         rho = local_jacobian(model, qt, chords, [], cols)[0]
-        ok = (ok and log_domain_ok(rho, len(chords)) and not within_limits(model, qt)
-              and det_sign(model, qt, blk, cols, sel) == sign0)
+        out = within_limits(model, qt)
+        if not ok:
+            why = "the corrector did not converge"
+        elif moved > JUMP_RATIO * d_eta * reach + 10 * tol:
+            why, ok = "the corrector left the path (jump test)", False
+        elif not log_domain_ok(rho, len(chords)):
+            why, ok = "a loop rotation reached π (the log domain)", False
+        elif out:
+            why, ok = f"the limits of {', '.join(out)} are in the way", False
         if ok:
             q, eta = qt, trial
             st.continuation_steps += 1
+            st.largest_step = max(st.largest_step, d_eta * reach)
             d_eta *= 2.0
         else:
             d_eta *= 0.5
     if eta < 1.0:
         rho = residual(model, q)
         raise ClosureError(
-            f"{model.record.source}: the loops do not close from the record's initial "
-            f"guesses (continuation stalled at η = {eta:.3g}); unclosed: "
-            f"{unclosed_report(model, rho, tol)} — check the attachment frames and `initial` "
-            "values")
+            f"{model.record.source}: the loops do not close from the initial guesses "
+            f"(the projection onto the closure manifold stalled at η = {eta:.3g}: {why}); "
+            f"unclosed: {unclosed_report(model, rho, tol)} — check the attachment frames "
+            "and `initial` values")
     return q
 
 

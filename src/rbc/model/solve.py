@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,31 +36,21 @@ import numpy as np
 from rbc.errors import RbcError, UsageError
 from rbc.model.closure import (
     CLOSURE_TOL,
+    JUMP_RATIO,
+    MAX_STEP,
     ClosureError,
     SolveStats,
     branch_signs,
     log_domain_ok,
     newton,
+    project,
     unclosed_report,
     within_limits,
 )
 from rbc.model.compiled import CompiledModel, Partition
 from rbc.model.kinematics import residual
-from rbc.model.partition import lift, scales
+from rbc.model.partition import lift, partition_at, scales
 
-#: Largest continuation step of a prescribed coordinate, in scaled units (rad, or lengths
-#: divided by the partition's length scale L): from the lift predictor, half a radian of
-#: crank rotation (or L/2 of stroke) converges in 3–6 Newton iterations on the shipped
-#: records. It is a hard cap (an accepted step doubles the next one only up to it): a
-#: larger step can converge onto another assembly branch — on Jansen's linkage a 2 rad
-#: crank step landed on a branch 0.7 m away from the foot path.
-MAX_STEP = 0.5
-#: Jump test: the corrector's displacement (scaled ∞-norm) must stay below this fraction
-#: of the predicted step. A tangent predictor leaves an O(κh²) gap to the solution curve
-#: (κ its curvature), so at the largest step (0.5) it fails only where κ ≳ 2 rad⁻¹ — there
-#: the step is halved; a corrector that travels as far as the predictor has left the
-#: branch (Allgower & Georg 2003, §6.1: "distance to the curve" step control).
-JUMP_RATIO = 0.5
 #: Smallest continuation step (fraction of the whole path) before giving up: 2⁻¹² ≈ 2e-4
 #: of the way (≤ 1e-4 rad or L·1e-4 per step on the shipped records), below which a stall
 #: is a genuine boundary (a singular configuration or the edge of the workspace).
@@ -86,6 +76,7 @@ class SolveResult:
         steps: accepted continuation steps.
         stats: evaluation counts.
         partition: name of the partition used.
+        notes: adjustments of a user guess (a quaternion normalised), one line each.
     """
 
     q: np.ndarray
@@ -94,6 +85,7 @@ class SolveResult:
     steps: int
     stats: SolveStats
     partition: str
+    notes: tuple[str, ...] = ()
 
 
 def get_partition(model: CompiledModel, name: str | None) -> Partition:
@@ -360,16 +352,158 @@ def _inadmissible(model: CompiledModel, q: np.ndarray, plan: list[tuple],
     return None
 
 
-def solve_named(model: CompiledModel, partition: str | None, assignments: Mapping[str, float]
-                ) -> SolveResult:
+def solve_named(model: CompiledModel, partition: str | None, assignments: Mapping[str, float],
+                guesses: Mapping[str, Sequence[float]] | None = None) -> SolveResult:
     """:func:`solve` from coordinate names (what ``rbc solve`` calls).
 
+    Without ``guesses`` the continuation starts at the partition's ``q_ref``. With them
+    (``--guess``), the start is the user's guess: ``q_ref`` with the guessed coordinates
+    replaced (:func:`guess_configuration`), projected onto the closure manifold with every
+    coordinate free (:func:`rbc.model.closure.project`, the assembly nearest the guess);
+    from there the independent coordinates are continued to the ``assignments`` and, for
+    the others, to their guessed values.
+
     Raises:
-        SolveError: bad partition or coordinate (see :func:`resolve_targets`).
+        SolveError: bad partition, coordinate or guess (see :func:`resolve_targets`,
+            :func:`guess_configuration`).
         ClosureError: the closure cannot be reached.
     """
     part = get_partition(model, partition)
-    return solve(model, part, resolve_targets(model, part, assignments))
+    targets = resolve_targets(model, part, assignments)
+    if not guesses:
+        return solve(model, part, targets)
+    q_guess, notes = guess_configuration(model, part.q_ref, guesses)
+    st = SolveStats()
+    start = project(model, q_guess, length=part.length_scale, stats=st)
+    full = {int(j): coordinate_value(model, q_guess, int(j)) for j in part.independent
+            if prescribable(model, int(j))}
+    full.update(targets)
+    r = solve(model, part, full, start)
+    return SolveResult(q=r.q, residual=r.residual, iterations=r.iterations + st.iterations,
+                       steps=r.steps, stats=r.stats, partition=r.partition, notes=notes)
+
+
+def parse_guess(text: str) -> tuple[str, tuple[float, ...]]:
+    """``NAME=VALUE`` or ``JOINT=v1,v2,…`` (a whole joint in its record `initial` layout, e.g.
+    a spherical joint's quaternion ``w,x,y,z``) → (name, values).
+
+    Raises:
+        UsageError: not of that form or a value is not a finite number.
+    """
+    name, sep, val = text.partition("=")
+    name = name.strip()
+    try:
+        values = tuple(float(x) for x in val.split(","))
+    except ValueError:
+        values = ()
+    if not sep or not name or not values or not all(math.isfinite(x) for x in values):
+        raise UsageError(f"--guess '{text}': expected NAME=VALUE (a coordinate) or "
+                         "JOINT=v1,v2,… (a joint's `initial` layout) with finite numbers, e.g. "
+                         "--guess U1.a=0.1 or --guess S1=1,0,0,0")
+    return name, values
+
+
+def guess_configuration(model: CompiledModel, q: np.ndarray,
+                        guesses: Mapping[str, Sequence[float]]
+                        ) -> tuple[np.ndarray, tuple[str, ...]]:
+    """q (nq,) with guessed coordinates replaced, and notes on what was adjusted.
+
+    A name is a scalar coordinate (:attr:`CompiledModel.v_names`, one value [rad or m]) or a
+    joint name with its record `initial` layout (docs/records.md: e.g. ``[θ1, θ2]`` of a
+    universal joint, a spherical joint's quaternion ``w, x, y, z``). A guessed quaternion
+    within 1e-3 of unit norm is normalised with a note (:func:`rbc.ir.schema.guess_quaternion`).
+
+    Raises:
+        SolveError: an unknown name (with a did-you-mean), a wrong number of values, or a
+            quaternion far from unit norm.
+    """
+    from rbc.ir.schema import guess_quaternion
+
+    out, notes = np.array(q, dtype=float), []
+    v_index = {n: j for j, n in enumerate(model.v_names)}
+    joints = set(model.record.joint_index())
+    for name, values in guesses.items():
+        values = [float(x) for x in values]
+        j = v_index.get(name)
+        if j is not None and prescribable(model, j) and len(values) == 1:
+            out = set_values(model, out, {j: values[0]})
+            continue
+        if name not in joints:
+            pool = [n for n in model.v_names if prescribable(model, v_index[n])] + sorted(joints)
+            close = difflib.get_close_matches(name, pool, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise SolveError(f"--guess {name}: not a coordinate or joint{hint}; coordinates: "
+                             f"{', '.join(pool)}")
+        k = model.edge(name)
+        kind = model.kinds[k]
+        n = len(kind.limited) + 4 * kind.has_quat
+        if len(values) != n:
+            raise SolveError(f"--guess {name}: a {kind.type} joint takes {n} value(s) "
+                             f"(its `initial` layout, docs/records.md), got {len(values)}")
+        if kind.has_quat:
+            try:
+                quat, note = guess_quaternion(values[-4:])
+            except ValueError as exc:
+                raise SolveError(f"--guess {name}: {exc} (a guess within 1e-3 of unit norm "
+                                 "is normalised)") from None
+            values[-4:] = quat
+            if note:
+                notes.append(f"--guess {name}: {note}")
+        out[model.q_slice(k)] = kind.from_record_initial(values if n > 1 else values[0])
+    return out, tuple(notes)
+
+
+def acquire(
+    model: CompiledModel,
+    q0: np.ndarray | None = None,
+    *,
+    independent_joints: Collection[str] | None = None,
+    length: float | None = None,
+    tol: float = CLOSURE_TOL,
+) -> tuple[np.ndarray, SolveStats]:
+    """First feasible configuration: the assembly nearest the guess, then the independent
+    coordinates continued to their guessed values (DESIGN.md §5, issue #12 item 1).
+
+    1. :func:`rbc.model.closure.project` moves the whole guess (every coordinate free) onto
+       the closure manifold by minimum-norm steps in the scaled metric, so the assembly
+       mode of the guess is kept even when the guessed independent values (a measured leg
+       length, a 3-decimal angle) are slightly off;
+    2. the rank analysis at that configuration picks the independent coordinates
+       (``independent_joints`` or the preferred actuated/requested joints), and
+       :func:`solve` continues them from their projected values back to their values in
+       the guess, branch-safely.
+
+    Args:
+        q0: (nq,) the guess (default: the record's ``initial`` values).
+        independent_joints: joints that must be independent (default: preferences).
+        length: length scale [m] of the metric and the rank analysis.
+
+    Returns:
+        ``(q, stats)`` with ``‖ρ(q)‖∞ ≤ tol`` inside the limits.
+
+    Raises:
+        ClosureError: the projection or the continuation stalls, or the result breaks
+            limits; the message names the chords that do not close.
+    """
+    q = model.initial_configuration() if q0 is None else np.array(q0, dtype=float)
+    st = SolveStats()
+    if model.n_rows == 0:
+        return q, st
+    qp = project(model, q, tol=tol, length=length, stats=st)
+    part = partition_at(model, qp, independent_joints=independent_joints, length=length)
+    targets = {int(j): coordinate_value(model, q, int(j)) for j in part.independent
+               if prescribable(model, int(j))}
+    try:
+        r = solve(model, part, targets, qp, tol=tol)
+    except ClosureError as err:
+        raise ClosureError(
+            f"{model.record.source}: the assembly nearest the initial guesses was found, but "
+            f"the independent coordinates ({', '.join(part.joints)}) cannot be continued "
+            f"from there to their `initial` values: {err}") from err
+    for name in ("iterations", "residual_evals", "jacobian_evals", "continuation_steps"):
+        setattr(st, name, getattr(st, name) + getattr(r.stats, name))
+    st.largest_step = max(st.largest_step, r.stats.largest_step)
+    return r.q, st
 
 
 def configuration_by_joint(model: CompiledModel, q: np.ndarray) -> dict[str, float | list]:
@@ -385,7 +519,8 @@ def configuration_by_joint(model: CompiledModel, q: np.ndarray) -> dict[str, flo
     return out
 
 
-__all__ = ["JUMP_RATIO", "MAX_CORRECTOR", "MAX_STEP", "SolveError", "SolveResult",
+__all__ = ["JUMP_RATIO", "MAX_CORRECTOR", "MAX_STEP", "SolveError", "SolveResult", "acquire",
            "configuration_by_joint", "coordinate_value", "get_partition",
-           "independent_values", "parse_assignment", "prescribable", "rate_is_speed",
-           "resolve_targets", "set_values", "solve", "solve_named"]
+           "guess_configuration", "independent_values", "parse_assignment", "parse_guess",
+           "prescribable", "rate_is_speed", "resolve_targets", "set_values", "solve",
+           "solve_named"]

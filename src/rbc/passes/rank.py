@@ -1,7 +1,8 @@
 """Pass ``rank``: modules → assembled reference configuration and partitions (DESIGN.md §5).
 
 Builds the kinematic model from the IR, acquires the first feasible configuration from the
-record's initial guesses (:func:`rbc.model.closure.acquire`), and runs the rank analysis
+record's initial guesses (:func:`rbc.model.solve.acquire`: the assembly nearest the guesses,
+then the independent coordinates continued to their guessed values), and runs the rank analysis
 there: the ``default`` partition (actuated and requested joints preferred as independent)
 plus one partition per ``--partition NAME=j1,j2,…`` request, all at the same reference
 configuration. With ``--modes all`` / ``--mode NAME=s1,…`` it also analyses the support modes
@@ -20,11 +21,12 @@ import numpy as np
 
 from rbc.errors import UsageError, did_you_mean
 from rbc.ir.modules import Modules
-from rbc.model.closure import CLOSURE_TOL, acquire
+from rbc.model.closure import CLOSURE_TOL
 from rbc.model.compiled import CompiledModel, ModeInfo, Partition
 from rbc.model.kinematics import residual
 from rbc.model.modes import enumerate_modes, model_for
 from rbc.model.partition import partition_at
+from rbc.model.solve import acquire
 from rbc.passes.base import check
 
 
@@ -87,7 +89,7 @@ class RankAnalysis:
     def run(self, mods: Modules) -> Partitioned:
         model = CompiledModel.from_ir(mods)
         self._check_requests(model)
-        q, _ = acquire(model)
+        q, _ = acquire(model, length=self.length_scale)
         parts = [partition_at(model, q, name="default", length=self.length_scale)]
         for name, joints in self.requests:
             parts.append(partition_at(model, q, name=name, independent_joints=joints,
