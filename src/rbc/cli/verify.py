@@ -42,6 +42,10 @@ def verify_command(
     from rbc.verify.kinematics import run_kinematic_checks, work_units
 
     model = CompiledModel.from_bundle(bundle)
+    if mjcf is not None or pinocchio is not None:
+        from rbc.verify.export_readback import check_inputs
+
+        check_inputs(model, mjcf, pinocchio)  # exit 2 before any check runs
     if mode is not None:
         _verify_modes(bundle, model, mode, samples, seed, dynamics_samples if dynamics else None,
                       json_file, partition, mjcf, pinocchio)

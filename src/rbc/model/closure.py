@@ -39,6 +39,10 @@ CLOSURE_TOL = 1e-13
 #: Rotation angles of Δ must stay this far below π, where log is discontinuous.
 LOG_MARGIN = 1e-3
 MAX_NEWTON = 30
+#: Contraction a corrector must show per iteration (after its second) when asked to
+#: (``newton(contract=True)``): quadratic convergence gives far more; 0.5 still admits the
+#: linear convergence seen near singular configurations.
+CONTRACTION = 0.5
 #: Largest continuation step, in scaled units (rad, or lengths divided by the length scale
 #: L), of acquisition's projection and of ``rbc solve``: from a tangent predictor, half a
 #: radian (or L/2) converges in 3–6 Newton iterations on the shipped records. It is a hard
@@ -116,6 +120,7 @@ def newton(
     stats: SolveStats | None = None,
     max_iter: int = MAX_NEWTON,
     scale: tuple[np.ndarray, np.ndarray] | None = None,
+    contract: bool = False,
 ) -> tuple[np.ndarray, bool]:
     """Gauss–Newton on ``ρ_rows(q) = target`` over the velocity columns ``cols``.
 
@@ -124,22 +129,29 @@ def newton(
     (minimum norm when the block is rank deficient), applied with ``q ⊕ δ``. With
     ``scale = (row scales, column scales)`` of these rows and columns the step is the
     minimum-norm solution in the scaled metric, singular values below
-    :data:`MIN_NORM_RCOND`·σ₁ truncated.
+    :data:`MIN_NORM_RCOND`·σ₁ truncated. With ``contract`` the iteration gives up as soon as
+    the residual (∞-norm) fails to shrink by :data:`CONTRACTION` from one iteration to the
+    next after the second: a corrector from a predictor inside Newton's basin contracts
+    quadratically, so a stall means the step was too long (the caller halves it) and further
+    iterations are wasted.
 
     Returns:
         ``(q, converged)``; q is returned even when not converged.
     """
     st = stats if stats is not None else SolveStats()
     chords, couplings = list(chords), list(couplings)
+    last = np.inf
     for it in range(max_iter + 1):
         rho, C, _ = local_jacobian(model, q, chords, couplings, cols)
         st.residual_evals += 1
         st.jacobian_evals += 1
         r = rho if target is None else rho - target
-        if np.abs(r).max(initial=0.0) <= tol:
+        size = float(np.abs(r).max(initial=0.0))
+        if size <= tol:
             return q, True
-        if it == max_iter:
+        if it == max_iter or (contract and it >= 2 and size > CONTRACTION * last):
             break
+        last = size
         dv = np.zeros(model.nv)
         dv[cols] = min_norm_step(C, -r, scale)
         q = model.integrate(q, dv)

@@ -73,19 +73,23 @@ def characteristic_length(model: CompiledModel) -> float:
     return float(np.median(d)) if d else 1.0
 
 
+def linear_columns(model: CompiledModel) -> np.ndarray:
+    """(nv,) True for the velocity coordinates that are lengths (m/s), False for angles."""
+    out = np.zeros(model.nv, dtype=bool)
+    for k, kind in enumerate(model.kinds):
+        linear = {"prismatic": [0], "cylindrical": [0], "planar": [0, 1],
+                  "free": [3, 4, 5]}.get(kind.type, [])
+        out[model.v_slice(k).start + np.array(linear, dtype=np.int64)] = True
+    return out
+
+
 def scales(model: CompiledModel, length: float | None = None) -> Scales:
     """Scales making C dimensionless (see module docstring)."""
     L = length or characteristic_length(model)
     rows = np.ones(model.n_rows)
     for i in range(model.n_chords):
         rows[6 * i + 3: 6 * i + 6] = 1.0 / L
-    cols = np.ones(model.nv)
-    for k, kind in enumerate(model.kinds):
-        sl = model.v_slice(k)
-        if kind.type in ("prismatic", "cylindrical", "planar", "free"):
-            linear = {"prismatic": [0], "cylindrical": [0], "planar": [0, 1],
-                      "free": [3, 4, 5]}[kind.type]
-            cols[np.arange(sl.start, sl.stop)[linear]] = L
+    cols = np.where(linear_columns(model), L, 1.0)
     return Scales(rows, cols, L)
 
 

@@ -269,7 +269,7 @@ def solve(model: CompiledModel, part: Partition, targets: Mapping[int, float],
     plan = module_plan(model, part)
     signs = [branch_signs(model, q, blk, cols, sel) for blk, cols, _, sel in plan]
     cap = min(1.0, MAX_STEP / span) if span > 0 else 1.0
-    s, ds = 0.0, cap
+    s, ds, ceiling = 0.0, cap, cap
     failed, why = None, "the corrector did not converge"
     while s < 1.0:
         if ds < MIN_FRACTION:
@@ -287,9 +287,10 @@ def solve(model: CompiledModel, part: Partition, targets: Mapping[int, float],
             st.largest_step = max(st.largest_step, (trial - s) * span)
             q, s = qt, trial
             st.continuation_steps += 1
-            ds = min(2.0 * ds, cap)
-        else:
+            ds = min(2.0 * ds, ceiling)
+        else:  # do not grow back to a length that failed on this path
             failed, why = qt, reason
+            ceiling = min(ceiling, 0.75 * ds)
             ds *= 0.5
     rho = residual(model, q)
     st.residual_evals += 1
@@ -321,7 +322,7 @@ def advance(model: CompiledModel, part: Partition, q: np.ndarray, idx: np.ndarra
         if cols.size == 0 or not np.any(du[inputs]):
             continue  # none of this module's inputs moved: it stays closed
         qt, ok = newton(model, qt, blk.chords, blk.couplings, cols, tol=tol, stats=st,
-                        max_iter=MAX_CORRECTOR)
+                        max_iter=MAX_CORRECTOR, contract=True)
         if not ok:
             return qt, ("the corrector did not converge: a singular configuration or the edge "
                         "of the workspace")

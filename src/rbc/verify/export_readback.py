@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
+from rbc.errors import UsageError
 from rbc.ir import spatial as sp
 from rbc.model.compiled import CompiledModel, Partition
 from rbc.model.tree import build_tree, inertia_tensor, joint_space_inertia, tree_joint
@@ -199,11 +200,45 @@ def pinocchio_readback(model: CompiledModel, pinocchio_dir: str | Path,
 
 def readback_checks(bundle_path: str | Path, mjcf_path: str | Path | None = None,
                     pinocchio_dir: str | Path | None = None) -> list[Check]:
-    """All readback checks of the given exports of a bundle (empty if none is given)."""
+    """All readback checks of the given exports of a bundle (empty if none is given).
+
+    A file MuJoCo or Pinocchio cannot load, or one that does not match the bundle's model
+    (other joints, other bodies), is a failed check named ``export.mjcf.readback`` /
+    ``export.pinocchio.readback`` whose detail carries the loader's message — never a
+    traceback.
+
+    Raises:
+        UsageError: the MJCF file or the Pinocchio directory (or its URDF) does not exist.
+    """
     model = CompiledModel.from_bundle(bundle_path)
+    check_inputs(model, mjcf_path, pinocchio_dir)
     out: list[Check] = []
     if mjcf_path is not None:
-        out += mjcf_readback(model, mjcf_path)
+        out += _guarded("export.mjcf.readback", mjcf_path, mjcf_readback, model)
     if pinocchio_dir is not None:
-        out += pinocchio_readback(model, pinocchio_dir)
+        out += _guarded("export.pinocchio.readback", pinocchio_dir, pinocchio_readback, model)
     return out
+
+
+def check_inputs(model: CompiledModel, mjcf_path: str | Path | None,
+                 pinocchio_dir: str | Path | None) -> None:
+    """Raise :class:`UsageError` (exit 2) when a named export does not exist (called before
+    any check runs)."""
+    if mjcf_path is not None and not Path(mjcf_path).is_file():
+        raise UsageError(f"--mjcf {mjcf_path}: no such file")
+    if pinocchio_dir is not None:
+        urdf = Path(pinocchio_dir) / f"{model.record.name}.urdf"
+        if not Path(pinocchio_dir).is_dir() or not urdf.is_file():
+            raise UsageError(f"--pinocchio {pinocchio_dir}: expected a directory written by "
+                             f"`rbc compile --pinocchio` holding {urdf.name}")
+
+
+def _guarded(name: str, path: str | Path, readback, model: CompiledModel) -> list[Check]:
+    """``readback(model, path)``, or one failed check ``name`` when the export cannot be
+    loaded or compared (the files are untrusted input: any loader error is a finding)."""
+    try:
+        return readback(model, path)
+    except Exception as err:  # noqa: BLE001 — MuJoCo/Pinocchio/lxml raise many types
+        return [Check(name, float("nan"), 0.0, "1", False,
+                      f"cannot read back {path} against {model.record.name}: "
+                      f"{type(err).__name__}: {err}")]

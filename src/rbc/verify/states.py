@@ -1,8 +1,8 @@
 """State sets for the dynamics checks (docs/dynamics.md, "State sets").
 
-* **Set A** — sampled feasible configurations at rest: independent coordinates drawn
-  uniformly within their limits (or a window around ``q_ref``) and closed by continuation
-  (:func:`rbc.verify.kinematics.sample_configurations`, i.e. :func:`rbc.model.solve.solve`);
+* **Set A** — sampled feasible configurations at rest: a random walk along the closure
+  manifold from ``q_ref`` (:func:`rbc.verify.kinematics.sample_configurations`: lifted steps
+  by :func:`rbc.model.solve.solve`'s continuation);
   u = 0, no port efforts, no external wrenches (gravity and passive loads only).
 * **Set B** — the same configurations with random independent speeds, port efforts within
   the actuators' effort limits and one external wrench at a named body point.
