@@ -33,7 +33,7 @@ def test_solve_prints_and_jsons(bundle, capsys):
     code, out, _ = run(capsys, "solve", b, "--set", "A=1.5", "--json")
     doc = json.loads(out)
     assert code == 0 and set(doc) == {"partition", "configuration", "residual", "iterations",
-                                      "start", "notes"}
+                                      "start", "notes", "events"}
     assert doc["start"] == "q_ref" and doc["notes"] == []
     assert doc["configuration"]["A"] == 1.5 and doc["residual"] <= 1e-12
     assert set(doc["configuration"]) == {"A", "B", "C", "D"}

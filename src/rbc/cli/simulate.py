@@ -55,8 +55,15 @@ def simulate_command(
     kd: Annotated[list[str] | None, typer.Option(
         "--kd", help="Override a port's damping ACTUATOR=VALUE; repeatable.")] = None,
     integrator: Annotated[str, typer.Option(
-        help="Reduced backend: rk4 (fixed step) or RK45/DOP853 (adaptive, validation).")
-    ] = "rk4",
+        help="Reduced backend: dopri5 (adaptive Dormand–Prince 5(4) with error control and "
+        "run-time re-partitioning), rk4 (fixed step --dt; warns when its estimated error "
+        "exceeds the tolerance) or RK45/DOP853 (scipy, fixed partition, validation).")
+    ] = "dopri5",
+    rtol: Annotated[float, typer.Option(
+        help="Reduced backend: relative local error tolerance per step.")] = 1e-9,
+    atol: Annotated[float, typer.Option(
+        help="Reduced backend: absolute local error tolerance per step "
+        "\\[rad, m, rad/s, m/s, J].")] = 1e-12,
     reference_dt: Annotated[float, typer.Option(
         help="Grid spacing \\[s] of the reference lift and feedforward table.")] = 0.01,
     partition: Annotated[str | None, typer.Option(help="Stored partition name.")] = None,
@@ -81,7 +88,7 @@ def simulate_command(
         initial=dict(_pairs(assignments, "--set")), velocity=dict(_pairs(velocity, "--velocity")),
         payload=tuple(_pairs(payload, "--payload")), inertia_scale=inertia_scale,
         bandwidth=bandwidth, zeta=zeta, kp=dict(_pairs(kp, "--kp")), kd=dict(_pairs(kd, "--kd")),
-        integrator=integrator, partition=partition, fix_root=fix_root)
+        integrator=integrator, rtol=rtol, atol=atol, partition=partition, fix_root=fix_root)
     labels = {"lift": "lifting the reference", "ff": "feedforward table",
               "simulate": f"simulating ({backend})"}
     with progress_bar(TextColumn("{task.description}"), BarColumn(), TextColumn(
@@ -95,6 +102,9 @@ def simulate_command(
 
         result = simulate(prepare(bundle, opts, progress), progress)
     s = result.summary
+    err = Console(stderr=True, highlight=False)
+    for line in s.get("warnings", []):
+        err.print(f"warning: {line}", markup=False)
     if out is not None:
         write_outputs(result, out)
     if as_json:
@@ -112,6 +122,19 @@ def simulate_command(
         rms = f"port RMS {s['port_rms'][name]:.3g} {du}, " if name in s["port_rms"] else ""
         con.print(f"  {name}: {rms}peak effort {peak:.4g} {fu} (limits {lo:g}..{hi:g} {fu})")
     con.print(f"  clipped steps {s['clipped_steps']}, max loop gap {s['max_loop_gap']:.3g} m, "
-              f"energy ledger residual {s['energy_ledger_residual']:.3g} J")
+              f"energy ledger residual {s['energy_ledger_residual']:.3g} J "
+              f"({s['energy_ledger_relative']:.3g} of the largest energy term)")
+    if "integration" in s:
+        i = s["integration"]
+        con.print(f"  {i['integrator']} (rtol {i['rtol']:g}, atol {i['atol']:g}): "
+                  f"{i['accepted_steps']} steps, {i['rejected_steps']} rejected, "
+                  f"{i['evaluations']} evaluations, largest error estimate "
+                  f"{i['max_error_estimate']:.3g} of the tolerance")
+    for e in s["events"]:
+        what = ("re-partitioned" if e["kind"] == "reconfiguration"
+                else f"mechanism event (rank {e['rank_before']} → {e['rank_after']})")
+        con.print(f"  t = {e['time']:.6g} s: {what}: independent {', '.join(e['old'])} → "
+                  f"{', '.join(e['new'])} (cond R_p {e['cond_before']:.3g} → "
+                  f"{e['cond_after']:.3g})")
     if out is not None:
         con.print(f"  outputs in {out}")

@@ -47,7 +47,8 @@ def solve_command(
         typer.echo(json.dumps({"partition": result.partition, "configuration": config,
                                "residual": result.residual, "iterations": result.iterations,
                                "start": "guess" if guesses else "q_ref",
-                               "notes": list(result.notes)}, indent=2))
+                               "notes": list(result.notes), "events": list(result.events)},
+                              indent=2))
         return
     t = Table(title=f"{model.record.name}: closed configuration (partition "
               f"{result.partition})", title_justify="left")
@@ -60,3 +61,7 @@ def solve_command(
     con = Console(highlight=False)
     con.print(t)
     con.print(f"residual ‖ρ‖∞ = {result.residual:.3e}   iterations = {result.iterations}")
+    for e in result.events:
+        con.print(f"re-partitioned {100 * e['fraction']:.3g}% of the way: independent "
+                  f"{', '.join(e['old'])} → {', '.join(e['new'])} (cond R_p "
+                  f"{e['cond_before']:.3g} → {e['cond_after']:.3g})")

@@ -251,7 +251,9 @@ class ReducedTerms:
         loads given (gravity, passive, wrenches, actuators); tau_coulomb: (n_u,) reduced
         Coulomb effort; v: (nv,) all speeds; edu: (nv,) Ė u; lifted: the lift; tree: tree
         terms; tau_full: (nv,) the generalized efforts before reduction; independent:
-        (n_u,) v-indices of u.
+        (n_u,) v-indices of u; passive: (nv,) the passive efforts alone (damping, springs,
+        drive drag, spring-dampers, constant joint efforts and Coulomb friction; gravity
+        excluded), whose power ``passive · v`` the energy ledger integrates.
     """
 
     M: np.ndarray
@@ -264,6 +266,7 @@ class ReducedTerms:
     tree: TreeTerms
     tau_full: np.ndarray
     independent: np.ndarray
+    passive: np.ndarray | None = None
 
 
 def reduced_terms(
@@ -292,6 +295,7 @@ def reduced_terms(
     nt = k.nv_tree
     ET = L.E[:nt]
     tau, coul = passive_efforts(dm, q, v)
+    passive = tau + coul
     tau[:nt] -= tt.g
     if wrenches:
         tau += wrench_efforts(dm, q, wrenches)
@@ -300,7 +304,7 @@ def reduced_terms(
     M_r = ET.T @ tt.M @ ET
     h_r = ET.T @ (tt.h + tt.M @ edu[:nt])
     return ReducedTerms(M_r, h_r, L.E.T @ tau, L.E.T @ coul, v, edu, L, tt, tau,
-                        part.independent)
+                        part.independent, passive)
 
 
 def lift_at(dm: DynamicsModel, data: DynamicsData, part: Partition, q: np.ndarray) -> Lift:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -49,7 +49,14 @@ from rbc.model.closure import (
 )
 from rbc.model.compiled import CompiledModel, Partition
 from rbc.model.kinematics import residual
-from rbc.model.partition import lift, partition_at, scales
+from rbc.model.partition import (
+    REPARTITION_GAIN,
+    REPARTITION_MIN,
+    lift,
+    partition_at,
+    scaled_cond,
+    scales,
+)
 
 #: Smallest continuation step (fraction of the whole path) before giving up: 2⁻¹² ≈ 2e-4
 #: of the way (≤ 1e-4 rad or L·1e-4 per step on the shipped records), below which a stall
@@ -77,6 +84,8 @@ class SolveResult:
         stats: evaluation counts.
         partition: name of the partition used.
         notes: adjustments of a user guess (a quaternion normalised), one line each.
+        events: re-partitions made on the way (``{kind, fraction, old, new, cond_before,
+            cond_after}``; ``partition`` then names the stored partition they started from).
     """
 
     q: np.ndarray
@@ -86,6 +95,7 @@ class SolveResult:
     stats: SolveStats
     partition: str
     notes: tuple[str, ...] = ()
+    events: tuple[dict, ...] = ()
 
 
 def get_partition(model: CompiledModel, name: str | None) -> Partition:
@@ -239,8 +249,16 @@ def module_plan(model: CompiledModel, part: Partition) -> list[tuple]:
 
 
 def solve(model: CompiledModel, part: Partition, targets: Mapping[int, float],
-          q_start: np.ndarray | None = None, *, tol: float = CLOSURE_TOL) -> SolveResult:
+          q_start: np.ndarray | None = None, *, tol: float = CLOSURE_TOL,
+          _depth: int = 0) -> SolveResult:
     """Close the mechanism with independent coordinates prescribed (module docstring).
+
+    When the continuation stalls at a coordinate singularity of the partition (scaled
+    cond(R_p) large, rank unchanged) while the *prescribed* coordinates can stay
+    independent, the other independent coordinates are re-selected there
+    (:func:`_repartition`, logged in :attr:`SolveResult.events`) and the continuation goes
+    on with them held; when a prescribed coordinate itself has reached a turning point the
+    error names it and its value.
 
     Args:
         model: compiled model.
@@ -273,11 +291,19 @@ def solve(model: CompiledModel, part: Partition, targets: Mapping[int, float],
     failed, why = None, "the corrector did not converge"
     while s < 1.0:
         if ds < MIN_FRACTION:
+            new, turning = _repartition(model, part, q, idx)
+            if new is not None and _depth < MAX_REPARTITIONS:
+                event = {"kind": "reconfiguration", "fraction": s, "old": list(part.joints),
+                         "new": list(new[0].joints), "cond_before": new[1],
+                         "cond_after": new[2]}
+                r = solve(model, new[0], targets, q, tol=tol, _depth=_depth + 1)
+                return replace(r, events=(event, *r.events),
+                               iterations=r.iterations + st.iterations)
             rho = residual(model, failed if failed is not None else q)
             raise ClosureError(
                 f"cannot close the mechanism at the requested values (partition "
                 f"'{part.name}'): the continuation stalled {100 * s:.3g}% of the way from "
-                f"the reference configuration ({why}); chords that stay open: "
+                f"the start ({turning or why}); chords that stay open: "
                 f"{unclosed_report(model, rho, tol)}")
         trial = min(1.0, s + ds)
         qt, reason = advance(model, part, q, idx, u0 + trial * (u1 - u0), plan, tol, st)
@@ -300,6 +326,70 @@ def solve(model: CompiledModel, part: Partition, targets: Mapping[int, float],
                            f"{unclosed_report(model, rho, tol)}")
     return SolveResult(q=q, residual=res, iterations=st.iterations,
                        steps=st.continuation_steps, stats=st, partition=part.name)
+
+
+#: Re-partitions one solve may make (each at a stall of the continuation).
+MAX_REPARTITIONS = 4
+
+
+def _repartition(model: CompiledModel, part: Partition, q: np.ndarray, idx: np.ndarray
+                 ) -> tuple[tuple[Partition, float, float] | None, str | None]:
+    """At a stall: ``((new partition, cond before, cond after), None)`` when R_p is ill
+    conditioned here (a coordinate singularity) and another independent set that keeps the
+    prescribed coordinates ``idx`` is REPARTITION_GAIN times better conditioned;
+    ``(None, why)`` when only a set without some prescribed coordinate is (they have reached
+    a turning point: named with their values) or the rank changes; else ``(None, None)``."""
+    def cond_of(p: Partition) -> float:
+        try:
+            return scaled_cond(model, p, lift(model, p, q))
+        except np.linalg.LinAlgError:
+            return np.inf
+
+    cond = cond_of(part)
+    if cond <= REPARTITION_MIN:
+        return None, None
+    keep = partition_at(model, q, name=part.name, length=part.length_scale,
+                        preferred=set(idx.tolist()))
+    if keep.rank != part.rank:
+        return None, (f"the closure rank changes here ({part.rank} → {keep.rank}): a singular "
+                      "configuration of the mechanism")
+    cands = [keep] if set(idx.tolist()) <= set(keep.independent.tolist()) else []
+    cands += _swaps(model, part, q, set(idx.tolist()))
+    scored = [(cond_of(c), n, c) for n, c in enumerate(cands)
+              if not np.array_equal(c.independent, part.independent)]
+    if scored:
+        after, _, new = min(scored)
+        if after * REPARTITION_GAIN <= cond:
+            return (new, cond, after), None
+    best = partition_at(model, q, name=part.name, length=part.length_scale, preferred=())
+    stuck = [int(j) for j in idx if int(j) not in set(best.independent.tolist())]
+    if stuck and cond_of(best) * REPARTITION_GAIN <= cond:
+        names = ", ".join(f"{model.v_names[j]} = {coordinate_value(model, q, j):.6g}"
+                          for j in stuck)
+        return None, (f"a turning point of the prescribed {names} (cond R_p {cond:.3g}, and "
+                      "no independent set that keeps it is better conditioned here): it "
+                      "cannot move further on this branch")
+    return None, None
+
+
+def _swaps(model: CompiledModel, part: Partition, q: np.ndarray, prescribed: set[int]
+           ) -> list[Partition]:
+    """Partitions that exchange one unprescribed independent coordinate for one dependent
+    coordinate of the same module (rows unchanged), i.e. every single pivot of the split
+    that keeps the prescribed coordinates independent."""
+    out = []
+    ind, dep = part.independent.tolist(), part.dependent.tolist()
+    for blk in model.blocks:
+        cols = set(blk.cols.tolist())
+        for jh in (j for j in ind if j in cols and j not in prescribed):
+            for jd in (j for j in dep if j in cols):
+                new_ind = np.array(sorted(set(ind) - {jh} | {jd}), dtype=np.int64)
+                new_dep = np.array(sorted(set(dep) - {jd} | {jh}), dtype=np.int64)
+                joints = tuple(dict.fromkeys(model.edge_names[int(model.v_edge[j])]
+                                             for j in new_ind))
+                out.append(Partition(part.name, new_ind, new_dep, part.rows, part.rank,
+                                     part.length_scale, q, joints))
+    return out
 
 
 def advance(model: CompiledModel, part: Partition, q: np.ndarray, idx: np.ndarray,
@@ -380,8 +470,7 @@ def solve_named(model: CompiledModel, partition: str | None, assignments: Mappin
             if prescribable(model, int(j))}
     full.update(targets)
     r = solve(model, part, full, start)
-    return SolveResult(q=r.q, residual=r.residual, iterations=r.iterations + st.iterations,
-                       steps=r.steps, stats=r.stats, partition=r.partition, notes=notes)
+    return replace(r, iterations=r.iterations + st.iterations, notes=notes)
 
 
 def parse_guess(text: str) -> tuple[str, tuple[float, ...]]:

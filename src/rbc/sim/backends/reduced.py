@@ -1,22 +1,52 @@
 """The reduced backend: our model, ``M_r u̇ + h_r = τ_r`` on the closure manifold.
 
-**State and projection.** The state is the independent coordinates' values x (n_u,) and
-speeds u (n_u,). Every evaluation closes the mechanism at x
-(:class:`rbc.sim.manifold.LiftedCloser`: lift predictor and Newton from the previous
-configuration on the augmented tree's closure geometry — the corrector), so the dependent
-coordinates are a function of x and the loops stay closed to the solve tolerance (1e-13)
-at every stage and step. The lift computed at the closed configuration is the one the
-dynamics use (one geometry evaluation serves both). The right-hand side is
-``(ẋ, u̇) = (u, M_r⁻¹ (τ_r − h_r))`` with the plant's reduced terms
-(:func:`rbc.model.dynamics.reduced_terms`, curvature ``Ė u`` included, Coulomb friction
-included) and the port efforts held.
+**State and projection.** The integrated state is ``y = (x, u, W_act, W_passive)``: the
+independent coordinates' values x (n_u,), their speeds u (n_u,), and the work done so far
+by the actuators and by the passive elements [J]. Every evaluation closes the mechanism at
+x (:class:`rbc.sim.manifold.LiftedCloser`: lift predictor and Newton from the previous
+configuration on the augmented tree's closure geometry — the closure projection), so the
+dependent coordinates are a function of x and the loops stay closed to the solve tolerance
+(1e-13) at every stage and step. The lift at the closed configuration is the one the
+dynamics use. The right-hand side is
 
-**Integrators.** ``rk4`` (default): classical fixed-step Runge–Kutta 4 with step ``dt``;
-after the step q is closed at the new x (the projection). ``RK45`` / ``DOP853`` (accuracy
-mode for validation): ``scipy.integrate.solve_ivp`` over each control interval with
-``rtol = 1e-10``, ``atol = 1e-12``.
+    ẋ = u,   u̇ = M_r⁻¹ (τ_r − h_r),   Ẇ_act = fᵀ ℓ̇,   Ẇ_passive = τ_pᵀ v
 
-This needs scalar independent coordinates (revolute, prismatic, …; not spherical/free).
+with the plant's reduced terms (:func:`rbc.model.dynamics.reduced_terms`, curvature ``Ė u``
+and Coulomb friction included), the port efforts f held over the control period, ℓ̇ = J_ℓ v
+and τ_p the passive efforts (damping, springs, drive drag, spring-dampers, Coulomb). The
+works are integrated by the same integrator as the motion, so the energy ledger
+``(T + V) − (T₀ + V₀) − W_act − W_passive`` measures the integration error itself.
+
+**Evaluation.** :meth:`ReducedBackend.rhs` — closure, reduced terms, forward dynamics and the
+two powers — is the one per-stage call; the steppers (:mod:`rbc.sim.integrators`) see only
+``rhs(y)``, so a compiled evaluator (#16) replaces that method and nothing else.
+
+**Integrators** (``--integrator``; ``--rtol``/``--atol``, defaults 1e-9 / 1e-12):
+
+* ``dopri5`` (default): Dormand–Prince 5(4) with error control; sub-steps adapt inside each
+  control period (the step is kept from one period to the next), a step whose estimated
+  local error exceeds the tolerance is rejected and retried shorter, and one whose stage
+  cannot be closed (a stage beyond a turning point) is retried at a quarter of its length;
+* ``rk4``: classical Runge–Kutta at the fixed step ``--dt`` with an error estimate (the
+  embedded third-order difference, :data:`rbc.sim.integrators.RK4`); when it exceeds the
+  tolerance a warning names the time and the coordinate (once per run, counted in the
+  summary);
+* ``RK45`` / ``DOP853``: ``scipy.integrate.solve_ivp`` over each control interval with the
+  same tolerances (a fixed partition: for validation runs).
+
+**Run-time re-partitioning** (dopri5 and rk4). After every accepted step the scaled
+condition number of the current R_p is checked; once it has doubled since the partition was
+adopted (and exceeds :data:`rbc.model.partition.REPARTITION_MIN`: an independent coordinate
+nearing a turning point) the alternatives are examined at the current configuration
+(:func:`rbc.model.partition.reselect`: the rank pass's preferences, or the best-conditioned
+split) and one :data:`~rbc.model.partition.REPARTITION_GAIN` times better conditioned is
+adopted: the state is transferred (``x′`` the new independent values, ``u′ = (E u)`` at the new
+independent indices; the works carry over) and the event is logged (time, old and new sets,
+condition numbers). A rank change is logged as a mechanism event and the run continues with
+the partition of the new rank.
+
+This needs independent coordinates whose speeds are the rates of their values (revolute,
+prismatic, helical, universal, cylindrical; not planar, spherical or free).
 """
 
 from __future__ import annotations
@@ -24,55 +54,70 @@ from __future__ import annotations
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from rbc.model.dynamics import (
-    DynamicsData,
-    DynamicsModel,
-    forward_dynamics,
-    passive_efforts,
-    reduced_terms,
-)
+from rbc.model.closure import ClosureError
+from rbc.model.dynamics import DynamicsData, DynamicsModel, forward_dynamics, reduced_terms
 from rbc.model.interfaces import ports
+from rbc.model.partition import REPARTITION_MIN, reselect, scaled_cond
 from rbc.model.solve import independent_values, rate_is_speed
 from rbc.sim.backends import Backend, BackendError, Measurement
 from rbc.sim.backends.tree_probe import TreeProbe, record_tasks
+from rbc.sim.integrators import (
+    DOPRI5,
+    GROW,
+    RK4,
+    SAFETY,
+    SHRINK,
+    StepFailure,
+    StepStats,
+    error_norm,
+    rk_step,
+)
 from rbc.sim.manifold import LiftedCloser
 
-INTEGRATORS = ("rk4", "RK45", "DOP853")
-#: Tolerances of the accuracy mode: relative 1e-10 keeps the integration error four decades
-#: below the 1e-6 agreement the validation compares at; absolute 1e-12 [m, rad, m/s, rad/s]
-#: is the floor for coordinates passing through zero.
-RTOL, ATOL = 1e-10, 1e-12
+INTEGRATORS = ("dopri5", "rk4", "RK45", "DOP853")
+DEFAULT_INTEGRATOR = "dopri5"
+#: Default tolerances: relative 1e-9 keeps the local error of each step nine digits below
+#: the state (the energy ledger of a 10 s passive four-bar then drifts by ≲ 1e-10 of its
+#: energy); absolute 1e-12 [rad, m, rad/s, m/s, J] is the floor for components through zero.
+RTOL, ATOL = 1e-9, 1e-12
+#: A stage that cannot be closed retries the step at this fraction of its length.
+FAILED_STAGE_SHRINK = 0.25
+#: Smallest adaptive step, as a fraction of the control period, before the run is given up
+#: (2⁻⁴⁰: far below any physical time scale of a control loop).
+MIN_STEP_FRACTION = 2.0**-40
 
 
 class ReducedBackend(Backend):
     """Reduced-model plant (module docstring).
 
     Options:
-        integrator: ``rk4`` | ``RK45`` | ``DOP853``.
+        integrator: ``dopri5`` | ``rk4`` | ``RK45`` | ``DOP853``; rtol, atol: tolerances.
     """
 
     name = "reduced"
 
-    def __init__(self, plant, part, q0, v0, dt, integrator: str = "rk4", **options) -> None:
+    def __init__(self, plant, part, q0, v0, dt, integrator: str = DEFAULT_INTEGRATOR,
+                 rtol: float = RTOL, atol: float = ATOL, **options) -> None:
         super().__init__(plant, part, q0, v0, dt)
         if integrator not in INTEGRATORS:
             raise BackendError(f"unknown integrator '{integrator}'; valid: "
                                f"{', '.join(INTEGRATORS)}")
-        self.integrator = integrator
+        for name, value in (("--rtol", rtol), ("--atol", atol)):
+            if not 0 < value < 1:
+                raise BackendError(f"{name} {value:g}: must be in (0, 1)")
+        self.integrator, self.rtol, self.atol = integrator, float(rtol), float(atol)
         self.dm = DynamicsModel.build(plant)
         self.data = DynamicsData.of(self.dm)
         self.check(plant, part)
-        self.close = LiftedCloser(self.dm, self.data, part, q0)
-        self.x = independent_values(plant, part, q0)
-        self.u = np.asarray(v0, dtype=float)[part.independent]
-        self.q = self.close.q
         self.pm = ports(plant)
         self.probe = TreeProbe(self.dm.tree, record_tasks(plant))
         self.gap_names = tuple(plant.edge_names[k] for k in plant.chord_edges)
-        self.passive = bool(any(j.damping or j.friction or j.spring.stiffness
-                                for j in plant.record.joints) or plant.record.forces
-                            or any(a.viscous or a.coulomb for a in plant.record.actuators))
-        self.evaluations = 0
+        self.time = 0.0
+        self.stats = StepStats()
+        self.events: list[dict] = []
+        self.warnings: list[str] = []
+        self.h = float(dt)
+        self._adopt(part, np.asarray(q0, dtype=float), np.asarray(v0, dtype=float))
 
     @classmethod
     def check(cls, plant, part) -> None:
@@ -91,52 +136,197 @@ class ReducedBackend(Backend):
                                "body-frame rates (planar joint); choose other independent "
                                "joints (`independent:` in the record, or --partition)")
 
-    # ----------------------------------------------------------------- dynamics
-    def _rhs(self, x: np.ndarray, u: np.ndarray, f: np.ndarray) -> np.ndarray:
-        q = self.close(x)
-        t = reduced_terms(self.dm, self.data, self.part, q, u, f, lifted=self.close.lifted)
-        self.evaluations += 1
-        return forward_dynamics(self.dm, t)
+    # ----------------------------------------------------------------- state
+    @property
+    def x(self) -> np.ndarray:
+        return self.y[: self.n]
 
-    def _passive_power(self) -> float:
-        if not self.passive:
-            return 0.0
-        v = self.close.lifted.E @ self.u
-        tau, coul = passive_efforts(self.dm, self.q, v)
-        return float((tau + coul) @ v)
+    @property
+    def u(self) -> np.ndarray:
+        return self.y[self.n: 2 * self.n]
+
+    @property
+    def fallbacks(self) -> int:
+        """Full continuations the closure projection needed, over every partition used."""
+        return self._fallbacks + self.close.fallbacks
+
+    _fallbacks = 0
+
+    def _adopt(self, part, q: np.ndarray, v: np.ndarray) -> None:
+        """Make ``part`` the current partition at the closed (q, v) (state transfer)."""
+        if hasattr(self, "close"):
+            self._fallbacks += self.close.fallbacks
+        self.part = part
+        self.close = LiftedCloser(self.dm, self.data, part, q)
+        self.q = self.close.q
+        self._cond_ref = scaled_cond(self.plant, part, self.close.lifted)
+        self.n = part.independent.size
+        works = self.y[-2:] if hasattr(self, "y") else np.zeros(2)
+        self.y = np.concatenate([independent_values(self.plant, part, self.q),
+                                 np.asarray(v, dtype=float)[part.independent], works])
+        self._names = ([self.plant.v_names[int(j)] for j in part.independent]
+                       + [f"{self.plant.v_names[int(j)]} (speed)" for j in part.independent]
+                       + ["W_act", "W_passive"])
+        self._k1 = None
+
+    # ----------------------------------------------------------------- dynamics
+    def rhs(self, y: np.ndarray, f: np.ndarray) -> np.ndarray:
+        """ẏ (2 n_u + 2,) at state y with port efforts f — the one per-stage evaluation.
+
+        Raises:
+            StepFailure: the mechanism cannot be closed at the stage's x.
+        """
+        n = self.n
+        try:
+            q = self.close(y[:n])
+        except ClosureError as err:
+            raise StepFailure(str(err)) from err
+        t = reduced_terms(self.dm, self.data, self.part, q, y[n: 2 * n], f,
+                          lifted=self.close.lifted)
+        self.stats.evaluations += 1
+        p_act = float(f @ (self.pm.jacobian @ t.v)) if f.size else 0.0
+        return np.concatenate([y[n: 2 * n], forward_dynamics(self.dm, t),
+                               [p_act, float(t.passive @ t.v)]])
+
+    @property
+    def evaluations(self) -> int:
+        return self.stats.evaluations
 
     def advance(self, f: np.ndarray, steps: int) -> None:
-        p0 = self._passive_power()
-        ell0 = self.pm.q_matrix @ self.q
+        f = np.asarray(f, dtype=float)
+        t_end = self.time + steps * self.dt
         if self.integrator == "rk4":
-            h = self.dt
             for _ in range(steps):
-                x, u = self.x, self.u
-                a1 = self._rhs(x, u, f)
-                u2 = u + 0.5 * h * a1
-                a2 = self._rhs(x + 0.5 * h * u, u2, f)
-                u3 = u + 0.5 * h * a2
-                a3 = self._rhs(x + 0.5 * h * u2, u3, f)
-                u4 = u + h * a3
-                a4 = self._rhs(x + h * u3, u4, f)
-                self.x = x + h / 6.0 * (u + 2 * u2 + 2 * u3 + u4)
-                self.u = u + h / 6.0 * (a1 + 2 * a2 + 2 * a3 + a4)
-                self.q = self.close(self.x)  # the projection onto the manifold
+                self._rk4_step(f)
+        elif self.integrator == "dopri5":
+            self._adaptive(f, t_end)
         else:
-            n = self.x.size
+            self._solve_ivp(f, steps * self.dt)
+        self.time = t_end
+        self.steps = self.stats.accepted
+        self.q = self.close(self.x)
+        self.work_actuators, self.work_passive = float(self.y[-2]), float(self.y[-1])
 
-            def fun(_t, y):
-                return np.concatenate([y[n:], self._rhs(y[:n], y[n:], f)])
+    def _first_stage(self, f: np.ndarray) -> np.ndarray:
+        if self._k1 is None or not np.array_equal(self._k1[1], f):
+            self._k1 = (self.rhs(self.y, f), f.copy())
+        return self._k1[0]
 
-            sol = solve_ivp(fun, (0.0, steps * self.dt), np.concatenate([self.x, self.u]),
-                            method=self.integrator, rtol=RTOL, atol=ATOL)
-            if not sol.success:
-                raise BackendError(f"reduced backend: {self.integrator} failed: {sol.message}")
-            self.x, self.u = sol.y[:n, -1].copy(), sol.y[n:, -1].copy()
-            self.q = self.close(self.x)
-        self.steps += steps
-        self.work_actuators += float(f @ (self.pm.q_matrix @ self.q - ell0))
-        self.work_passive += 0.5 * (p0 + self._passive_power()) * steps * self.dt
+    def _accept(self, y1: np.ndarray, k_next: np.ndarray | None, f: np.ndarray,
+                h: float) -> None:
+        self.y, self.time = y1, self.time + h
+        self._k1 = None if k_next is None else (k_next, f.copy())
+        self.stats.accepted += 1
+        self._check_partition()
+
+    def _rk4_step(self, f: np.ndarray) -> None:
+        h = self.dt
+        y = self.y
+        try:
+            y1, _, k4 = rk_step(lambda z: self.rhs(z, f), RK4, y, h, self._first_stage(f))
+            k5 = self.rhs(y1, f)
+        except StepFailure as err:
+            raise BackendError(f"reduced backend (rk4) at t = {self.time:.6g} s: {err}; "
+                               "a smaller --dt or the adaptive default (--integrator dopri5) "
+                               "may pass") from None
+        e = h / 6.0 * (k4 - k5)
+        err, i = error_norm(e, y, y1, self.rtol, self.atol)
+        i = error_norm(e[: 2 * self.n], y[: 2 * self.n], y1[: 2 * self.n], self.rtol,
+                       self.atol)[1]  # name a coordinate, not a work term
+        self._track(err, i)
+        if err > 1.0:
+            self.stats.exceeded += 1
+            if self.stats.exceeded == 1:
+                self.warnings.append(
+                    f"rk4: the estimated local error exceeds the tolerance (rtol {self.rtol:g},"
+                    f" atol {self.atol:g}) by {err:.3g}× at t = {self.time + h:.6g} s, worst in "
+                    f"{self._names[i]}; use a smaller --dt or --integrator dopri5")
+        self._accept(y1, k5, f, h)
+
+    def _adaptive(self, f: np.ndarray, t_end: float) -> None:
+        """Dormand–Prince steps from self.time to t_end with error control."""
+        h_min = MIN_STEP_FRACTION * self.dt
+        while t_end - self.time > 1e-12 * self.dt:
+            h = min(self.h, t_end - self.time)
+            if t_end - self.time - h < 1e-3 * h:
+                h = t_end - self.time  # do not leave a sliver for the next step
+            if h < h_min:
+                raise BackendError(f"reduced backend: the adaptive step fell below "
+                                   f"{h_min:.3g} s at t = {self.time:.6g} s ({self._why})")
+            y = self.y
+            try:
+                y1, e, k7 = rk_step(lambda z: self.rhs(z, f), DOPRI5, y, h,
+                                    self._first_stage(f))
+            except StepFailure as err:
+                self._why = str(err)
+                self.stats.rejected += 1
+                self.h = FAILED_STAGE_SHRINK * h
+                continue
+            err, i = error_norm(e, y, y1, self.rtol, self.atol)
+            if err <= 1.0:
+                self._track(err, i)
+                grow = GROW if err == 0 else min(GROW, max(SHRINK, SAFETY * err**-0.2))
+                self._accept(y1, k7, f, h)
+                self.h = max(self.h, h * grow) if h < self.h else h * grow
+            else:
+                self._why = f"error estimate {err:.3g} in {self._names[i]}"
+                self.stats.rejected += 1
+                self.h = h * max(SHRINK, SAFETY * err**-0.2)
+
+    _why = ""
+
+    def _track(self, err: float, i: int) -> None:
+        if err > self.stats.worst:
+            self.stats.worst, self.stats.worst_time = err, self.time
+            self.stats.worst_component = i
+            self._worst_name = self._names[i]
+
+    def _solve_ivp(self, f: np.ndarray, span: float) -> None:
+        def fun(_t, y):
+            return self.rhs(y, f)
+
+        try:
+            sol = solve_ivp(fun, (0.0, span), self.y, method=self.integrator,
+                            rtol=self.rtol, atol=self.atol)
+        except StepFailure as err:
+            raise BackendError(f"reduced backend ({self.integrator}) at t ≈ {self.time:.6g} "
+                               f"s: {err}") from None
+        if not sol.success:
+            raise BackendError(f"reduced backend: {self.integrator} failed: {sol.message}")
+        self.y = sol.y[:, -1].copy()
+        self.stats.accepted += int(sol.t.size - 1)
+        self._k1 = None
+
+    def _check_partition(self) -> None:
+        """Re-select the independent set when the current R_p degrades (module docstring,
+        "Run-time re-partitioning")."""
+        k = self.plant
+        cond = scaled_cond(k, self.part, self.close.lifted)
+        if cond <= max(REPARTITION_MIN, 2.0 * self._cond_ref):
+            return
+        found = reselect(k, self.part, self.close.q, cond,
+                         allowed=lambda p: all(rate_is_speed(k, int(j)) for j in p.independent))
+        if found is None:
+            self._cond_ref = cond  # no better chart here: look again when it doubles
+            return
+        old = self.part
+        q, v = self.close.q, self.close.lifted.E @ self.u
+        self.events.append({
+            "time": self.time, "kind": found.kind, "old": list(old.joints),
+            "new": list(found.partition.joints), "cond_before": found.cond_before,
+            "cond_after": found.cond_after, "rank_before": old.rank,
+            "rank_after": found.partition.rank})
+        self._adopt(found.partition, q, v)
+
+    def report(self) -> dict:
+        """Integration figures for the summary (docs/simulate.md)."""
+        st = self.stats
+        return {"integrator": self.integrator, "rtol": self.rtol, "atol": self.atol,
+                "accepted_steps": st.accepted, "rejected_steps": st.rejected,
+                "evaluations": st.evaluations, "max_error_estimate": st.worst,
+                "max_error_time": st.worst_time,
+                "max_error_component": getattr(self, "_worst_name", None),
+                "steps_over_tolerance": st.exceeded}
 
     # ----------------------------------------------------------------- measurement
     def measure(self) -> Measurement:
