@@ -121,18 +121,25 @@ def test_jansen_sixteen_crank_angles_stay_on_the_reference_branch():
     assert 0.4 < largest <= MAX_STEP * (1 + 1e-12)
 
 
-def test_jansen_without_the_step_cap_jumps_branches(monkeypatch):
-    """The failure the cap prevents: with unlimited step doubling, the continuation to
-    11/16 of a turn converges onto another assembly (the foot is decimetres away)."""
+def test_jansen_branch_guards_are_each_needed(monkeypatch):
+    """Defence in depth against branch jumps, on the solve to 11/16 of a crank turn: with
+    the step cap removed the corrector's contraction test still rejects the long steps (the
+    right branch is kept); with the cap, the jump test and the contraction test all removed,
+    the continuation converges onto another assembly (the foot decimetres away)."""
+    import rbc.model.closure as closure_module
     import rbc.model.solve as solve_module
 
     gen = hard_generator()
     model, part = hard("jansen")
     j = model.v_names.index("O")
     theta = coordinate_value(model, part.q_ref, j) + 2 * math.pi * 11 / 16
+    expected = gen.jansen_points(theta)["G"]
     monkeypatch.setattr(solve_module, "MAX_STEP", 100.0)
+    assert np.abs(jansen_foot(model, solve(model, part, {j: theta}).q) - expected).max() < 1e-9
+    monkeypatch.setattr(solve_module, "JUMP_RATIO", np.inf)
+    monkeypatch.setattr(closure_module, "CONTRACTION", np.inf)
     foot = jansen_foot(model, solve(model, part, {j: theta}).q)
-    assert np.abs(foot - gen.jansen_points(theta)["G"]).max() > 0.1
+    assert np.abs(foot - expected).max() > 0.1
 
 
 def test_rssr_rocker_turning_point_and_idle_spin():
