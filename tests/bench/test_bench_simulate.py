@@ -40,7 +40,9 @@ def run(capsys, *argv):
 def check_row(row, duration, dt):
     assert set(row) == ROW_KEYS
     assert row["duration_s"] == pytest.approx(duration)
-    assert row["physics_steps"] == round(duration / dt)
+    # fixed-step engines take one step per dt; the reduced backend's adaptive default
+    # (dopri5) at least one per control period, more where its error control asks
+    assert row["physics_steps"] >= round(duration / dt)
     assert row["wall_s"] > 0 and row["prepare_s"] > 0 and row["outside_loop_s"] >= 0
     # the RTF excludes prepare: simulated time over the control loop's wall time only
     assert row["real_time_factor"] == pytest.approx(duration / row["wall_s"], rel=1e-12)
