@@ -98,3 +98,39 @@ def test_a_wrongly_zero_curvature_still_fails(bundle, monkeypatch):
     first, second = K.check_curvature(m, part, [part.q_ref], np.random.default_rng(0))
     assert not first.passed and second.passed
     assert not second.detail.startswith("informational")
+
+
+def test_a_failing_reference_is_a_failed_check_not_a_traceback(bundle, monkeypatch):
+    """A reference that raises (here the 50-digit KKT, as on a record whose mobility it
+    disagrees with) fails its named checks with the message; the others still run."""
+    from rbc.verify import dynamics as D
+    from rbc.verify import kkt50
+
+    def broken(*args, **kw):
+        raise kkt50.ReferenceMismatch("mobility 2 against the partition's 1")
+
+    monkeypatch.setattr(kkt50, "solve", broken)
+    m = CompiledModel.from_bundle(bundle("fourbar"))
+    checks = {c.name: c for c in D.run_dynamic_checks(m, m.partitions["default"], samples=2)}
+    for name in ("dynamics.delta_a.kkt50", "dynamics.delta_f.kkt50", "curvature.omitted"):
+        assert not checks[name].passed and "reference failed at 4 state(s)" in \
+            checks[name].detail and "mobility 2" in checks[name].detail, name
+    assert checks["dynamics.delta_a.pinocchio"].passed
+
+
+def test_readback_of_a_broken_export(bundle, tmp_path, capsys):
+    """An MJCF MuJoCo cannot parse is a failed export.mjcf.readback check (exit 1); a
+    missing one is exit 2 before any check runs."""
+    bad = tmp_path / "bad.xml"
+    bad.write_text("garbage", encoding="utf-8")
+    b = str(bundle("fourbar"))
+    code = main(["verify", b, "--samples", "3", "--mjcf", str(bad), "--json",
+                 str(tmp_path / "v.json")])
+    _, err = capsys.readouterr()
+    doc = json.loads((tmp_path / "v.json").read_text())
+    check = {c["name"]: c for c in doc["checks"]}["export.mjcf.readback"]
+    assert code == 1 and not check["passed"] and "cannot read back" in check["detail"]
+    assert "Traceback" not in err
+    code = main(["verify", b, "--mjcf", str(tmp_path / "none.xml")])
+    _, err = capsys.readouterr()
+    assert code == 2 and "--mjcf" in err and "no such file" in err

@@ -95,6 +95,19 @@ class Results:
     notes: dict[str, str] = field(default_factory=dict)
     #: per set-B state ‖Ė_T u‖∞ / max(1, ‖a*‖∞): whether the curvature term exists at all
     curvature_size: list[float] = field(default_factory=list)
+    #: per check, the states where its reference raised, with the first message
+    failures: dict[str, list[str]] = field(default_factory=dict)
+
+    def guarded(self, names: tuple[str, ...], state: State, fn):
+        """``fn()``, or None when the reference raises (recorded against ``names``: the
+        checks then fail with the message instead of a traceback)."""
+        try:
+            return fn()
+        except (ArithmeticError, ValueError, RuntimeError, np.linalg.LinAlgError) as err:
+            for name in names:
+                self.failures.setdefault(name, []).append(
+                    f"{state.set}#{state.index}: {type(err).__name__}: {err}")
+            return None
 
     def add(self, name: str, value: float, state: State) -> None:
         self.values[name].append((float(value), f"{state.set}#{state.index}"))
@@ -145,17 +158,26 @@ def evaluate(ctx: Context, state: State, res: Results) -> None:
     res.add("dynamics.mass_pd", w[0] / w[-1] if w.size else np.inf, state)
     udot = forward_dynamics(dm, terms)
     a = tree_acceleration(terms, udot)
-    ref = kkt50.solve(dm, data, state.q, state.u, part.independent, state.f, state.wrenches)
-    res.add("dynamics.delta_a.kkt50", delta(a[:nt], ref.a), state)
-    res.add("dynamics.delta_f.kkt50", delta_f(terms.tree.M, terms.tree.h, a[:nt], ref.a), state)
+    kkt = ("dynamics.delta_a.kkt50", "dynamics.delta_f.kkt50", "curvature.omitted")
+    ref = res.guarded(kkt, state, lambda: kkt50.solve(dm, data, state.q, state.u,
+                                                      part.independent, state.f,
+                                                      state.wrenches))
+    if ref is not None:
+        res.add("dynamics.delta_a.kkt50", delta(a[:nt], ref.a), state)
+        res.add("dynamics.delta_f.kkt50", delta_f(terms.tree.M, terms.tree.h, a[:nt], ref.a),
+                state)
     if ctx.pin_ref is not None:
         tau = terms.tau_full + passive_efforts(dm, state.q, terms.v)[1]
         tau[:nt] += terms.tree.g
-        res.add("dynamics.delta_a.pinocchio",
-                delta(a[:nt], ctx.pin_ref.accelerations(state.q, terms.v, tau)), state)
-    x_ref, _ = ctx.ne.accelerations(state.q, terms.v, state.f, state.wrenches)
-    res.add("dynamics.delta_b.newton_euler", delta(ctx.ne.implied(state.q, terms.v, a), x_ref),
-            state)
+        a_pin = res.guarded(("dynamics.delta_a.pinocchio",), state,
+                            lambda: ctx.pin_ref.accelerations(state.q, terms.v, tau))
+        if a_pin is not None:
+            res.add("dynamics.delta_a.pinocchio", delta(a[:nt], a_pin), state)
+    ne = res.guarded(("dynamics.delta_b.newton_euler",), state, lambda: ctx.ne.accelerations(
+        state.q, terms.v, state.f, state.wrenches))
+    if ne is not None:
+        res.add("dynamics.delta_b.newton_euler",
+                delta(ctx.ne.implied(state.q, terms.v, a), ne[0]), state)
     if state.set != "B":
         return
     if state.f.size:
@@ -165,6 +187,8 @@ def evaluate(ctx: Context, state: State, res: Results) -> None:
         res.add("ports.virtual_power", abs(p_r - float(state.f @ rates)) / gross, state)
     if not k.n_chords:  # no cut joints (linear couplings only): Ė u ≡ 0, nothing to omit
         res.notes["curvature.omitted"] = "not applicable: no cut joints (Ė u ≡ 0)"
+        return
+    if ref is None:
         return
     bare = reduced_terms(dm, data, part, state.q, state.u, state.f, state.wrenches,
                          curvature_term=False)
@@ -255,7 +279,12 @@ def run_dynamic_checks(model: CompiledModel, part: Partition, *, samples: int = 
                                           "linear couplings (Ė u ≡ 0)")
     checks = []
     for name, (lim, unit, what, low) in SPECS.items():
-        if name == "curvature.omitted" and _curvature_is_zero(res):
+        if res.failures.get(name):
+            fails = res.failures[name]
+            checks.append(Check(name, float("nan"), lim, unit, False,
+                                f"{what}: the reference failed at {len(fails)} state(s), "
+                                f"first {fails[0]}", low))
+        elif name == "curvature.omitted" and _curvature_is_zero(res):
             med = float(np.median([v for v, _ in res.values[name]]))
             checks.append(Check(name, med, lim, unit, True, (
                 f"informational: Ė u is zero on this mechanism (‖Ė_T u‖∞ ≤ "
