@@ -104,16 +104,6 @@ def test_revolute_cut_is_two_connects_of_rank_five(tmp):
         assert np.abs(G @ twist).max() < 1e-12  # rotation about the axis is free
 
 
-def _dense_efc_jacobian(m: mujoco.MjModel, d: mujoco.MjData) -> np.ndarray:
-    if d.efc_J.size == d.nefc * m.nv and not mujoco.mj_isSparse(m):
-        return np.array(d.efc_J[: d.nefc * m.nv]).reshape(d.nefc, m.nv)
-    J = np.zeros((d.nefc, m.nv))
-    for r in range(d.nefc):
-        a, n = d.efc_J_rowadr[r], d.efc_J_rownnz[r]
-        J[r, d.efc_J_colind[a: a + n]] = d.efc_J[a: a + n]
-    return J
-
-
 def test_full_precision_and_keyframe_layout(tmp):
     _, model = bundle("fourbar", tmp)
     part = model.partitions["default"]
@@ -127,15 +117,22 @@ def test_full_precision_and_keyframe_layout(tmp):
 
 
 def test_prismatic_cut_uses_split_body(tmp):
+    """The cut prismatic joint's auxiliary body ``P.cut`` carries half the slider's inertia
+    (the slider the other half); the reduced inertias agree. The slider is renamed
+    ``P.cut`` in the record, so the generated auxiliary body name is taken: ``P.cut~1``."""
     text = (RECORDS / "slider_crank.yaml").read_text().replace(
-        "  - name: P\n    type: prismatic\n", "  - name: P\n    type: prismatic\n    cut: prefer\n")
+        "  - name: P\n    type: prismatic\n", "  - name: P\n    type: prismatic\n    cut: prefer\n"
+    ).replace("name: slider", "name: P.cut").replace("child: slider", "child: P.cut")
     _, model = bundle("slider_crank_pcut", tmp, text)
     assert [model.edge_names[k] for k in model.chord_edges] == ["P"]
     xml = tmp / "pcut.xml"
     ex = write_mjcf(model, model.partitions["default"], xml)
-    assert [j.name for j in ex.aux_joints] == ["P"]
-    checks = {c.name.rsplit(".", 1)[1]: c for c in mjcf_readback(model, xml)}
+    assert [j.name for j in ex.aux_joints] == ["P"] and ex.split == {"P": "P.cut~1"}
+    slider = model.record.bodies[model.record.body_index()["P.cut"]]
+    assert ex.inertials["P.cut~1"].mass == pytest.approx(0.5 * slider.mass, rel=1e-15)
+    checks = _readback_passes(model, xml)
     assert checks["closure_gap"].value <= GAP and checks["mass_matrix"].value <= MASS
+    assert "reduced inertia" in checks["mass_matrix"].detail
 
 
 HELICAL = """rbc: 1
@@ -175,3 +172,207 @@ def test_cassie_round_trip(tmp, capsys):
     assert main(["compile", str(rec), "-o", str(h5), "--mjcf", str(xml)]) == 0
     checks = mjcf_readback(CompiledModel.from_bundle(h5), xml)
     assert all(c.passed for c in checks), [c for c in checks if not c.passed]
+
+
+# ------------------------------------------------------------------ every record loads
+def _variant(tmp, name: str, edit) -> tuple[Path, CompiledModel]:
+    import yaml
+
+    doc = yaml.safe_load((RECORDS / "fourbar.yaml").read_text())
+    edit({b["name"]: b for b in doc["bodies"]}, doc)
+    return bundle(name, tmp, yaml.safe_dump(doc, sort_keys=False))
+
+
+def _slender(bodies, doc) -> None:  # zero axial moments (IFToMM-style slender rods)
+    for n, length in (("crank", 0.1), ("coupler", 0.35), ("rocker", 0.3)):
+        i = bodies[n]["mass"] * length ** 2 / 12
+        bodies[n]["inertia"] = [0.0, i, i, 0.0, 0.0, 0.0]
+
+
+def _point_masses(bodies, doc) -> None:  # every link a point mass at its COM
+    for n in ("crank", "coupler", "rocker"):
+        bodies[n]["inertia"] = [0.0] * 6
+
+
+def _massless_rocker(bodies, doc) -> None:
+    bodies["rocker"].update(mass=0.0, inertia=[0.0] * 6)
+
+
+VARIANTS = {"fourbar_slender": _slender, "fourbar_points": _point_masses,
+            "fourbar_massless_rocker": _massless_rocker}
+
+
+def _readback_passes(model: CompiledModel, xml: Path) -> dict:
+    checks = {c.name.rsplit(".", 1)[1]: c for c in mjcf_readback(model, xml)}
+    assert all(c.passed for c in checks.values()), [c for c in checks.values() if not c.passed]
+    return checks
+
+
+@pytest.mark.parametrize("name", ["fourbar", "slider_crank", "fivebar", "stewart", "excavator",
+                                  *VARIANTS])
+def test_every_record_exports_an_mjcf_that_loads(tmp, name):
+    """Shipped records and physically valid edge cases (slender rods, point masses, a
+    massless link): MuJoCo loads the export and every readback check passes."""
+    h5, model = _variant(tmp, name, VARIANTS[name]) if name in VARIANTS else bundle(name, tmp)
+    xml = tmp / f"load_{name}.xml"
+    ex = write_mjcf(model, model.partitions["default"], xml)
+    checks = _readback_passes(model, xml)
+    if name in VARIANTS:
+        # below MuJoCo's floor (MuJoCo wants every principal moment of a moving body above
+        # mjMINVAL, a slender rod's axial one too): the addition is reported, and tiny
+        assert ex.added and 0 < checks["added_inertia"].value < 1e-8
+        assert "below MuJoCo's mass/inertia floor" in checks["added_inertia"].detail
+    else:
+        assert not ex.added and checks["added_inertia"].value == 0.0
+
+
+CARDAN = """rbc: 1
+name: cardan
+gravity: [0, 0, -9.81]
+bodies:
+  - {name: ground, fixed: true}
+  - {name: cross, mass: 0}
+  - {name: arm, mass: 1.0, com: [0.2, 0, 0], inertia: [0.001, 0.01, 0.01, 0, 0, 0]}
+  - {name: gimbal1, mass: 0}
+  - {name: gimbal2, mass: 0}
+  - {name: tip, mass: 0.5, com: [0.1, 0.02, 0], inertia: [0.002, 0.003, 0.004, 0.0001, 0, 0]}
+joints:
+  - {name: u1, type: revolute, parent: ground, child: cross, axis: [0, 0, 1],
+     parent_frame: {xyz: [0, 0, 0.5]}, damping: 0.1}
+  - {name: u2, type: revolute, parent: cross, child: arm, axis: [0, 1, 0],
+     parent_frame: {xyz: [0.01, 0, 0]}, child_frame: {xyz: [-0.02, 0, 0]}}
+  - {name: s1, type: revolute, parent: arm, child: gimbal1, axis: [1, 0, 0],
+     parent_frame: {xyz: [0.4, 0, 0], rpy: [0.3, 0, 0]}}
+  - {name: s2, type: revolute, parent: gimbal1, child: gimbal2, axis: [0, 1, 0]}
+  - {name: s3, type: revolute, parent: gimbal2, child: tip, axis: [0, 0, 1],
+     child_frame: {xyz: [0.05, 0, 0]}}
+actuators:
+  - {name: m1, joint: u1}
+"""
+
+
+def test_massless_intermediate_bodies_are_merged_exactly(tmp):
+    """A Cardan cross (two revolutes through a massless body, with offset axes) and a gimbal
+    (three concurrent revolutes through two massless bodies): each child's MuJoCo body
+    carries the chain's joints — the Cardan's two hinges, the gimbal as one ball joint
+    (mjcf_equivalents) —; poses at random configurations, the mass matrix and the joint data
+    are those of the tree (no inertia added)."""
+    _, model = bundle("cardan", tmp, CARDAN)
+    xml = tmp / "cardan.xml"
+    ex = write_mjcf(model, model.partitions["default"], xml)
+    names = {model.record.bodies[v].name for v in ex.merged}
+    assert names == {"cross", "gimbal1", "gimbal2"} and not ex.added
+    checks = _readback_passes(model, xml)
+    assert checks["kinematics"].value <= 1e-12 and checks["mass_matrix"].value <= MASS
+    m = mujoco.MjModel.from_xml_path(str(xml))
+    assert m.nbody == 1 + 3 and m.njnt == 3  # world, ground, arm, tip; u1, u2 and a ball
+    assert [(mj.name, mj.type) for mj in ex.order] == [("u1", "hinge"), ("u2", "hinge"),
+                                                       ("s1.ball", "ball")]
+    assert m.dof_damping[m.jnt_dofadr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT,
+                                                         "u1")]] == 0.1
+
+
+def test_tampered_joint_frame_fails_the_readback(tmp):
+    """The readback can fail: an anchor moved by 1 mm in the file is seen by the joint and
+    the kinematics checks."""
+    _, model = bundle("cardan", tmp, CARDAN)
+    ex = export_mjcf(model, model.partitions["default"])
+    doc = ex.tree
+    el = next(j for j in doc.iter("joint") if j.get("name") == "u1")
+    el.set("pos", " ".join(str(float(x) + 1e-3) for x in el.get("pos").split()))
+    xml = tmp / "cardan_tampered.xml"
+    xml.write_text(etree.tostring(doc, encoding="unicode"))
+    checks = {c.name.rsplit(".", 1)[1]: c for c in mjcf_readback(model, xml)}
+    assert not checks["axes"].passed and not checks["kinematics"].passed
+
+
+NAMES = """rbc: 1
+name: names
+gravity: [0, 0, -9.81]
+bodies:
+  - {name: world, fixed: true}
+  - {name: a, mass: 1, inertia: [0.1, 0.1, 0.1, 0, 0, 0]}
+  - {name: C.cut, mass: 1, com: [0.1, 0, 0], inertia: [0.1, 0.1, 0.1, 0, 0, 0]}
+joints:
+  - {name: U, type: universal, parent: world, child: a, axes: [[1, 0, 0], [0, 1, 0]]}
+  - {name: R, type: revolute, parent: a, child: C.cut, axis: [0, 0, 1],
+     parent_frame: {xyz: [0.2, 0, 0]}}
+actuators:
+  - {name: drive, joint: R, effort_limits: [-1, 1]}
+"""
+
+
+def test_name_collisions_are_resolved(tmp, capsys):
+    """A fixed body called ``world`` (MuJoCo's world body): the export renames it
+    (``world.record``), says so, loads, reads back, and the MuJoCo backend finds its bodies and
+    joints through the export's maps."""
+    from rbc.sim.run import SimOptions, prepare, simulate
+
+    h5, model = bundle("names", tmp, NAMES)
+    xml = tmp / "names.xml"
+    code = main(["compile", str(tmp / "names.yaml"), "-o", str(h5), "--mjcf", str(xml)])
+    err = capsys.readouterr().err
+    assert code == 0 and "body 'world' written as 'world.record'" in err
+    _readback_passes(model, xml)
+    r = simulate(prepare(h5, SimOptions(backend="mujoco", controller="passive",
+                                        duration=0.05, velocity={"R": 1.0})))
+    assert r.log["port_rates"][0, 0] == pytest.approx(1.0, rel=0.05)
+
+
+def test_compile_refuses_an_mjcf_mujoco_cannot_load(tmp, capsys):
+    """A 520-link open chain nests deeper than MuJoCo's XML parser allows: exit 2 with
+    MuJoCo's message and the reason, no file (the bundle is kept)."""
+    lines = ["rbc: 1", "name: deep", "bodies:", "  - {name: g, fixed: true}"]
+    lines += [f"  - {{name: l{i}, mass: 1, com: [0.05, 0, 0], inertia: [1e-4, 1e-3, 1e-3, 0, "
+              "0, 0]}" for i in range(520)]
+    lines.append("joints:")
+    lines += [f"  - {{name: j{i}, type: revolute, parent: {'g' if i == 0 else f'l{i - 1}'}, "
+              f"child: l{i}, axis: [0, 0, 1], parent_frame: {{xyz: [0.1, 0, 0]}}}}"
+              for i in range(520)]
+    rec = tmp / "deep.yaml"
+    rec.write_text("\n".join(lines) + "\n")
+    xml = tmp / "deep.xml"
+    code = main(["compile", str(rec), "-o", str(tmp / "deep.h5"), "--mjcf", str(xml)])
+    err = capsys.readouterr().err
+    assert code == 2 and "MuJoCo refuses the exported MJCF" in err and "too deep" in err
+    assert not xml.exists() and not list(tmp.glob(".deep.xml*"))
+
+
+def _verify(capsys, h5: Path, xml: Path) -> tuple[int, dict, str]:
+    out = h5.with_suffix(".verify.json")
+    code = main(["verify", str(h5), "--samples", "2", "--mjcf", str(xml), "--json", str(out)])
+    err = capsys.readouterr().err
+    doc = __import__("json").loads(out.read_text()) if out.exists() else {}
+    return code, {c["name"]: c for c in doc.get("checks", [])}, err
+
+
+@pytest.mark.parametrize(("case", "text"), [
+    ("malformed", "<mujoco><worldbody><body name='a'></worldbody>"),
+    ("refused", "<mujoco><worldbody><body name='a'><joint type='hinge'/></body></worldbody>"
+                "</mujoco>"),
+])
+def test_verify_mjcf_load_failures_are_named_checks(tmp, capsys, case, text):
+    h5, _ = bundle("fourbar", tmp)
+    xml = tmp / f"{case}.xml"
+    xml.write_text(text)
+    code, checks, err = _verify(capsys, h5, xml)
+    load = checks["export.mjcf.readback.load"]
+    assert code == 1 and not load["passed"] and "MuJoCo cannot load" in load["detail"]
+    assert "Traceback" not in err
+    assert checks["export.mjcf.readback.mass_matrix"]["detail"].startswith("not evaluated")
+
+
+def test_verify_mjcf_of_another_model_fails_structure(tmp, capsys):
+    h5, _ = bundle("fourbar", tmp)
+    other = tmp / "other_stewart.xml"
+    _, stewart = bundle("stewart", tmp)
+    write_mjcf(stewart, stewart.partitions["default"], other)
+    code, checks, err = _verify(capsys, h5, other)
+    s = checks["export.mjcf.readback.structure"]
+    assert code == 1 and not s["passed"] and "body 'crank'" in s["detail"]
+
+
+def test_verify_mjcf_missing_file_exit_2(tmp, capsys):
+    h5, _ = bundle("fourbar", tmp)
+    code, _, err = _verify(capsys, h5, tmp / "nope.xml")
+    assert code == 2 and "--mjcf" in err and "no such file" in err and "Traceback" not in err

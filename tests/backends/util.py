@@ -85,3 +85,16 @@ def tree_poses(record: dict, q: dict, roots: dict[str, pin.SE3], skip: set[str])
         assert len(rest) < len(pending), "joints do not form a tree from the roots"
         pending = rest
     return poses
+
+
+def dense_efc_jacobian(m, d) -> np.ndarray:
+    """MuJoCo's constraint Jacobian ``efc_J`` (nefc, nv) as a dense array (it may be sparse)."""
+    import mujoco
+
+    if d.efc_J.size == d.nefc * m.nv and not mujoco.mj_isSparse(m):
+        return np.array(d.efc_J[: d.nefc * m.nv]).reshape(d.nefc, m.nv)
+    J = np.zeros((d.nefc, m.nv))
+    for r in range(d.nefc):
+        a, n = d.efc_J_rowadr[r], d.efc_J_rownnz[r]
+        J[r, d.efc_J_colind[a: a + n]] = d.efc_J[a: a + n]
+    return J

@@ -8,8 +8,27 @@ Mapping (sources: MuJoCo XML reference, https://mujoco.readthedocs.io/en/stable/
   :func:`rbc.model.tree.tree_joint`: swapped frames, negated axis) gives body ``down``
   ``pos/quat = A·B⁻¹`` in its parent (the pose at q = 0) and the joints sit at ``B``'s
   origin with axes ``R_B·a`` in the body frame, so ``T_up_down(q) = A·Q(q)·B⁻¹`` exactly.
-  Bodies are nested in the forest's depth-first order. ``<inertial pos=COM mass
-  fullinertia>`` with ``<compiler inertiafromgeom="false">`` (geoms add no mass).
+  Bodies are nested in the forest's depth-first order. ``<inertial pos=COM quat mass
+  diaginertia>`` in principal axes (so semi-definite tensors — slender rods, point masses —
+  are written exactly) with ``<compiler inertiafromgeom="false">`` (geoms add no mass).
+* **Massless intermediate bodies** (mass and inertia zero, one tree child, 1-dof-type joints
+  on both sides, nothing attached: no cut joint, site, task, support, spring or geometry)
+  are merged into their child: the child's MuJoCo body carries the joints of the whole chain,
+  each at its own pose in the child's frame (MuJoCo composes a body's joints in order, each
+  about its own anchor and axis in the moving frame:
+  ``A₁Q₁B₁⁻¹A₂Q₂B₂⁻¹ = (A₁B₁⁻¹A₂B₂⁻¹)·(C₁Q₁C₁⁻¹)·(B₂Q₂B₂⁻¹)`` with ``C₁ = B₂A₂⁻¹B₁``). Exact:
+  same coordinates, same mass matrix. Two revolute axes through a massless cross become a
+  universal pair in one body. Three plain concurrent revolutes (a gimbal) become one
+  ``ball`` joint about their common point, and a massless leaf chain closed by a cut joint
+  into a ball becomes one ``connect`` (:mod:`rbc.backends.mjcf_equivalents`): no gimbal
+  lock in MuJoCo. :meth:`MjcfExport.qpos_of` and :meth:`MjcfExport.velocity_map` map rbc
+  configurations and speeds to MuJoCo's.
+* **Inertia floor.** MuJoCo refuses a moving body (a body with joints, together with the
+  jointless bodies welded to it) whose mass or a principal moment is below its mjMINVAL.
+  Such a composite gets the smallest addition that passes with margin: mass up to
+  ``m_min = INERTIA_FLOOR_RATIO × max(total mass, 1 kg)`` and principal moments up to
+  ``m_min·L²`` (L: the partition's length scale), added to the jointed body;
+  :attr:`MjcfExport.added` lists it and the readback reports its effect on M_T.
 * **Joints**: revolute → hinge; prismatic → slide; universal → two hinges (MuJoCo composes
   the joints of one body in order, each axis in the already-moved frame, which is
   ``Rot(a1, θ1)·Rot(a2, θ2)``); cylindrical → slide + hinge on the axis; planar → slide,
@@ -35,64 +54,74 @@ Mapping (sources: MuJoCo XML reference, https://mujoco.readthedocs.io/en/stable/
   revolute                        two ``connect``: Jb ↔ Jc origins, and the         6     5
                                   points ``L·a`` along the axis in Jb and Jc
   prismatic, universal,           auxiliary body ``<cut>.cut`` in b at ``A_e``     6     6
-  cylindrical, planar             with the cut joint's own MuJoCo joints (massless,
-                                  armature ε), ``weld`` of its frame to site Jc
+  cylindrical, planar             with the cut joint's own MuJoCo joints, ``weld``
+                                  of its frame to site Jc
   ==============================  ==============================================  ====  ====
 
   The revolute pair has one redundant row (along the axis); MuJoCo's regularized
   constraint solver handles it. ``L`` is the partition's length scale.
-  The auxiliary-body mapping is exact in kinematics; the auxiliary body carries the mass
-  ``AUX_MASS_RATIO × total mass`` (MuJoCo needs mass on moving bodies) and its dofs the
-  armature ``ε = AUX_ARMATURE_RATIO × mean diagonal of M_T``, so the mass matrix differs by
-  O(1e-9) relative. **Known limitation:** MuJoCo scales a constraint's regularization with
-  the inverse weight of the bodies it touches, so the near-massless split body's weld is
-  enforced only weakly and such a loop drifts open when stepped (0.24 m in 0.5 s on a
-  slider-crank cut at its prismatic joint); ``rbc simulate --backend mujoco`` refuses these
-  cuts. Splitting the child body's own inertia between it and the auxiliary body would fix
-  it (not done).
+  **Split body.** The auxiliary body's frame is Jc when the loop is closed, so it is rigidly
+  attached to c there: c's own inertia is split between c and its auxiliary bodies
+  (``SPLIT_SHARE`` each), which is exact on the closure manifold (same reduced inertia) and
+  gives the weld two comparable bodies — MuJoCo scales a constraint's regularization with
+  the inverse weight of the bodies it touches, so a near-massless auxiliary body let such a
+  loop drift open. A cut joint whose child is welded to the world (or massless) gets the
+  inertia floor instead.
+* **Names** are unique per MuJoCo namespace (bodies, joints, sites, equalities, geoms,
+  actuators; the world body is ``world``): a clash — a record body called ``world``, a
+  coordinate name equal to another joint's, a generated ``<cut>.cut`` equal to a record
+  body — gets ``~1``, ``~2``, … appended; :class:`MjcfExport` holds the maps.
 * **solref** = ``(2·timestep, 1)``: MuJoCo's stiffest stable time constant (it clamps
   timeconst below 2·timestep) and critical damping. MuJoCo's reference acceleration is
-  divided by the constraint's effective mass, so the rule is mass-scale free;
-  ``solimp = (0.99, 0.999, 0.001)`` keeps the impedance near 1 (a stiff loop).
+  divided by the constraint's effective mass, so the rule is mass-scale free.
+  ``solimp = (0.9999, 0.9999, 0.001)``: the impedance at MuJoCo's maximum, so the
+  regularization ``R = (1 − d)/d · Â`` is 1e-4 of the constraint's inverse weight Â; light
+  links between heavy bodies (a 6 g rod of a leg) otherwise let loops open under load
+  (digit_like, passive under gravity, 1000 steps: 5.5e-4 m with (0.99, 0.999), 6.2e-5 m).
 * **Keyframe** ``assembled``: qpos = the partition's ``q_ref`` in MuJoCo order.
 * **Geometry**: supports → boxes (``half_extents``, 1 mm thick) that collide; record
   geometry → geoms in group 1 with ``contype = conaffinity = 0`` (closed chains overlap at
   their joints); meshes are skipped.
+
+Cost: one pass over bodies, joints and cut joints (no Pinocchio data, whose dense matrices
+grow with the square of the joint count).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
 from lxml import etree
 
+from rbc.backends.mjcf_equivalents import cut_balls, gimbal_axes, merged_bodies
 from rbc.errors import CompileError
 from rbc.ir import spatial as sp
 from rbc.ir.atomic import atomic_write_text
 from rbc.ir.joints import joint_kind
 from rbc.ir.record import Joint, coordinate_names
-from rbc.model.compiled import CompiledModel, Partition, root_joint
-from rbc.model.tree import build_tree, tree_joint
+from rbc.model.compiled import CompiledModel, Partition
+from rbc.model.tree import build_tree, inertia_tensor, tree_joint
 
 #: Default integration step [s] written to ``<option timestep>``.
 DEFAULT_TIMESTEP = 1e-3
-#: Auxiliary (split-body) cut dofs get this fraction of the mean tree-joint diagonal of
-#: M_T as armature: small enough to leave the dynamics unchanged to ~1e-9, large enough
-#: to keep MuJoCo's mass matrix positive definite.
-AUX_ARMATURE_RATIO = 1e-9
 #: Thickness [m] of a support box (records give a 2-D patch).
 SUPPORT_HALF_THICKNESS = 5e-4
-#: Auxiliary cut bodies must carry mass (MuJoCo rejects moving bodies lighter than
-#: mjMINVAL = 1e-15): this fraction of the record's total mass, with inertia m·L², changes
-#: the tree's M by ~1e-12 relative — below the 1e-10 readback limit.
-AUX_MASS_RATIO = 1e-12
-SOLIMP = (0.99, 0.999, 0.001)
+#: The inertia floor (module docstring) as a fraction of the total mass: MuJoCo's absolute
+#: threshold is mjMINVAL = 1e-15 (kg, kg·m²); 1e-9 of the mass (times L² for moments) is
+#: above it for any robot from grams up and changes M_T by ~1e-9 relative.
+INERTIA_FLOOR_RATIO = 1e-9
+#: Absolute lower bound of the floor: 1000 × mjMINVAL.
+INERTIA_FLOOR_MIN = 1e-12
+#: Share of a cut joint's child inertia given to each of its auxiliary (split) bodies.
+SPLIT_SHARE = 0.5
+SOLIMP = (0.9999, 0.9999, 0.001)
 #: Cut-joint types exported as equality constraints between the two bodies themselves;
 #: every other cut type goes through an auxiliary split body (module docstring).
 DIRECT_CUT_TYPES = ("spherical", "fixed", "revolute")
+_NAMESPACES = ("body", "joint", "site", "equality", "geom", "actuator", "tendon")
 
 
 def fmt(x: float) -> str:
@@ -110,10 +139,17 @@ class MjJoint:
     """One MuJoCo joint emitted for an rbc edge.
 
     Attributes:
-        name: MuJoCo joint name (the rbc coordinate name; ball/free: the edge name).
+        name: MuJoCo joint name (the rbc coordinate name, ball/free: the edge name; made
+            unique by the export, see :attr:`MjcfExport.joint_name`).
         type: ``hinge | slide | ball | free``.
         axis: (3,) unit axis in the joint frame Jc (hinge/slide), else None.
         edge: rbc edge index; coord: index within the edge's limited coordinates (or −1).
+        frame: the pose of the joint frame Jc in the MuJoCo body that carries the joint
+            (``B`` for a body's own joint; ``C`` for a joint merged from a massless body; a
+            gimbal ball: its centre).
+        group: for a ball that replaces a gimbal of three revolute tree edges: those edges
+            (root side first) and ``axes`` (3, 3), their unit axes as rows in the body frame
+            at q = 0 (``R = Rot(u₁, θ₁)·Rot(u₂, θ₂)·Rot(u₃, θ₃)``); else ``()`` and None.
     """
 
     name: str
@@ -121,10 +157,14 @@ class MjJoint:
     axis: np.ndarray | None
     edge: int
     coord: int
+    frame: pin.SE3 = field(default_factory=pin.SE3.Identity, compare=False)
+    group: tuple[int, ...] = ()
+    axes: np.ndarray | None = field(default=None, compare=False)
 
 
 def mj_joints(model: CompiledModel, k: int, joint: Joint) -> list[MjJoint]:
-    """The MuJoCo joints of edge k (record joint ``joint``, possibly reversed).
+    """The MuJoCo joints of edge k (record joint ``joint``, possibly reversed), with the
+    names rbc wants (coordinate names) and identity frames.
 
     Raises:
         CompileError: helical joints (no MuJoCo equivalent) or non-root free joints.
@@ -198,14 +238,25 @@ def velocity_block(joint: Joint, q: np.ndarray, B: pin.SE3) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class MjcfExport:
-    """The exported document and the coordinate maps needed to read it back.
+    """The exported document and the maps needed to read it back.
 
     Attributes:
         tree: the MJCF document.
-        tree_joints: MuJoCo joints of the tree edges, in MuJoCo order.
+        tree_joints: MuJoCo joints of the tree edges, in MuJoCo order (final names).
         aux_joints: MuJoCo joints of split-body cut joints, in MuJoCo order.
         qpos: keyframe qpos (MuJoCo order).
         length: the revolute-cut anchor spacing L [m].
+        body_names: record body index → MuJoCo body name (merged bodies absent).
+        merged: record body indices merged into their child's MuJoCo body.
+        added: record body index → ``pin.Inertia`` (body frame) the export added to it (the
+            inertia floor; for an auxiliary body, its floor moved to the cut joint's child,
+            where it sits when the loop is closed).
+        inertials: MuJoCo body name → the ``pin.Inertia`` written for it (its own frame).
+        split: cut joint name → auxiliary body name, for split-body cuts.
+        renamed: ``(namespace, wanted, written)`` for every name made unique.
+        order: every MuJoCo joint in MuJoCo's order (document order; qpos and dof order).
+        dropped: record bodies left out (massless leaf chains replaced by a ``connect``).
+        balls: cut joint names exported as one ``connect`` at a concurrency point.
     """
 
     tree: etree._ElementTree
@@ -213,14 +264,128 @@ class MjcfExport:
     aux_joints: tuple[MjJoint, ...]
     qpos: np.ndarray
     length: float
+    body_names: dict[int, str] = field(default_factory=dict)
+    merged: frozenset[int] = frozenset()
+    added: dict[int, pin.Inertia] = field(default_factory=dict)
+    inertials: dict[str, pin.Inertia] = field(default_factory=dict)
+    split: dict[str, str] = field(default_factory=dict)
+    renamed: tuple[tuple[str, str, str], ...] = ()
+    order: tuple[MjJoint, ...] = ()
+    dropped: frozenset[int] = frozenset()
+    balls: tuple[str, ...] = ()
+
+    def qpos_of(self, model: CompiledModel, q: np.ndarray) -> np.ndarray:
+        """MuJoCo qpos (m.nq,) of an rbc configuration q (nq,), joint by joint in
+        :attr:`order` (dropped joints have none)."""
+        out, done = [], set()
+        for mj in self.order:
+            if mj.group:
+                R = np.eye(3)
+                for e, u in zip(mj.group, mj.axes, strict=True):
+                    R = R @ sp.exp3(u * float(q[model.q_slice(e)][0]))
+                out.append(sp.quat_from_rotation(R))
+            elif mj.edge not in done:
+                done.add(mj.edge)
+                j, B = _edge_joint(model, mj.edge)
+                out.append(mj_qpos(j, np.asarray(q)[model.q_slice(mj.edge)], B))
+        return np.concatenate(out) if out else np.zeros(0)
+
+    def velocity_map(self, model: CompiledModel, q: np.ndarray) -> np.ndarray:
+        """``P`` (m.nv, nv) with ``qvel = P v`` at rbc configuration q: per joint
+        :func:`velocity_block`; a gimbal ball's local angular velocity is
+        ``R₃ᵀR₂ᵀu₁ θ̇₁ + R₃ᵀu₂ θ̇₂ + u₃ θ̇₃``."""
+        blocks, done = [], set()
+        for mj in self.order:
+            if mj.group:
+                Rs = [sp.exp3(u * float(q[model.q_slice(e)][0]))
+                      for e, u in zip(mj.group, mj.axes, strict=True)]
+                cols = np.column_stack([Rs[2].T @ Rs[1].T @ mj.axes[0], Rs[2].T @ mj.axes[1],
+                                        mj.axes[2]])
+                blocks.append([(model.v_slice(e).start, cols[:, [n]])
+                               for n, e in enumerate(mj.group)])
+            elif mj.edge not in done:
+                done.add(mj.edge)
+                j, B = _edge_joint(model, mj.edge)
+                blocks.append([(model.v_slice(mj.edge).start,
+                                velocity_block(j, np.asarray(q)[model.q_slice(mj.edge)], B))])
+        rows = sum(b[0][1].shape[0] for b in blocks)
+        P = np.zeros((rows, model.nv))
+        r = 0
+        for parts in blocks:
+            n = parts[0][1].shape[0]
+            for c, block in parts:
+                P[r: r + n, c: c + block.shape[1]] = block
+            r += n
+        return P
 
     def to_string(self) -> str:
         """The XML text."""
         return etree.tostring(self.tree, pretty_print=True, encoding="unicode")
 
+    def notes(self) -> list[str]:
+        """One line per change the export made for MuJoCo (merged bodies, the inertia
+        floor, renamed names), for the user."""
+        out = []
+        if self.merged:
+            out.append(f"{len(self.merged)} massless intermediate bodies merged into their "
+                       "child (exact: the child carries their joints)")
+        gimbals = [mj.name for mj in self.order if mj.group]
+        if gimbals:
+            out.append(f"{len(gimbals)} gimbals of three concurrent revolutes exported as ball "
+                       f"joints: {', '.join(gimbals)}")
+        if self.balls:
+            out.append(f"{len(self.balls)} cut joints closing massless revolute chains "
+                       f"exported as one ball (connect): {', '.join(self.balls)}")
+        if self.added:
+            mass = sum(float(a.mass) for a in self.added.values())
+            out.append(f"inertia floor added to {len(self.added)} bodies below MuJoCo's "
+                       f"mass/inertia minimum (total {mass:.3g} kg; `rbc verify --mjcf` "
+                       "reports the effect on M_T)")
+        out += [f"{ns} '{a}' written as '{b}' (name taken)" for ns, a, b in self.renamed]
+        return out
 
-def _body_name(model: CompiledModel, v: int) -> str:
-    return "world" if v == model.n_bodies else model.record.bodies[v].name
+    def joint_name(self, edge: int, coord: int = 0) -> str:
+        """The MuJoCo name of coordinate ``coord`` of edge ``edge`` (tree or auxiliary)."""
+        for mj in (*self.tree_joints, *self.aux_joints):
+            if mj.edge == edge and (mj.coord == coord or mj.coord < 0):
+                return mj.name
+        raise KeyError(f"edge {edge} has no MuJoCo joint")
+
+
+def mjcf_body(name: str) -> str:
+    """The MJCF name a record body asks for: its own, except ``world`` (MuJoCo reserves it
+    for its world body; an imported record may hold a fixed body of that name), asked for as
+    ``world.record``. The export then makes every name unique (:attr:`MjcfExport.body_names`
+    holds what was written)."""
+    return "world.record" if name == "world" else name
+
+
+def _edge_joint(model: CompiledModel, k: int) -> tuple[Joint, pin.SE3]:
+    """The joint of edge k as exported, and the frame ``B`` its ball/planar/free maps use:
+    the tree joint and its child frame, or a split cut's own joint on its auxiliary body."""
+    if k in model.chord_edges:
+        return model.edge_joints[k], pin.SE3.Identity()
+    j = tree_joint(model, k)
+    return j, sp.se3_from_pose(j.child_frame)
+
+
+class _Names:
+    """Unique names per MuJoCo namespace (module docstring, "Names")."""
+
+    def __init__(self) -> None:
+        self.used: dict[str, set[str]] = {ns: set() for ns in _NAMESPACES}
+        self.used["body"].add("world")
+        self.renamed: list[tuple[str, str, str]] = []
+
+    def take(self, ns: str, wanted: str) -> str:
+        name, n = wanted, 0
+        while name in self.used[ns]:
+            n += 1
+            name = f"{wanted}~{n}"
+        self.used[ns].add(name)
+        if name != wanted:
+            self.renamed.append((ns, wanted, name))
+        return name
 
 
 def _pose_attrs(el: etree._Element, T: pin.SE3) -> None:
@@ -237,6 +402,107 @@ def _set_limits(el: etree._Element, joint: Joint, coord: int) -> None:
         el.set("range", f"{fmt(lo)} {fmt(hi)}")
 
 
+def _up_down(model: CompiledModel, k: int) -> tuple[int, int]:
+    return ((int(model.parent[k]), int(model.child[k])) if model.sign[k] > 0
+            else (int(model.child[k]), int(model.parent[k])))
+
+
+def _zero_pose(j: Joint) -> pin.SE3:
+    """``A·B⁻¹``: the child's pose in the parent at q = 0."""
+    return sp.se3_from_pose(j.parent_frame) * sp.se3_from_pose(j.child_frame).inverse()
+
+
+def _record_inertia(model: CompiledModel, v: int) -> pin.Inertia:
+    b = model.record.bodies[v]
+    return pin.Inertia(b.mass, np.asarray(b.com, dtype=float), inertia_tensor(b.inertia))
+
+
+# ------------------------------------------------------------------ planning
+def _chain(model: CompiledModel, k: int, merged: frozenset[int]) -> list[int]:
+    """Tree edges whose joints the MuJoCo body of edge k's down vertex carries: k and the
+    parent edges of its merged ancestors, root side first."""
+    chain = [k]
+    up = _up_down(model, k)[0]
+    while up in merged:
+        e = int(model.parent_edge[up])
+        chain.insert(0, e)
+        up = _up_down(model, e)[0]
+    return chain
+
+
+def _chain_frames(joints: list[Joint]) -> tuple[pin.SE3, list[pin.SE3]]:
+    """Offset of the chain's last body in the first parent at q = 0, and per joint the pose
+    ``C_i = (X_{i+1}(0)⋯X_n(0))⁻¹·B_i`` of its frame Jc in that body (module docstring)."""
+    after = pin.SE3.Identity()
+    frames: list[pin.SE3] = []
+    for j in reversed(joints):
+        frames.insert(0, after.inverse() * sp.se3_from_pose(j.child_frame))
+        after = _zero_pose(j) * after
+    return after, frames
+
+
+def _floor(model: CompiledModel, length: float) -> tuple[float, float]:
+    """(m_min [kg], i_min [kg·m²]) of the inertia floor."""
+    total = sum(b.mass for b in model.record.bodies if b.kind != "fixed")
+    m_min = max(INERTIA_FLOOR_RATIO * max(total, 1.0), INERTIA_FLOOR_MIN)
+    return m_min, max(m_min * length ** 2, INERTIA_FLOOR_MIN)
+
+
+def floor_addition(composite: pin.Inertia, m_min: float, i_min: float) -> pin.Inertia:
+    """The smallest addition (in the composite's frame) that brings a composite's mass to
+    ``m_min`` and each principal moment about its COM to ``i_min``: mass at the COM, then
+    rotational inertia along the deficient principal axes. Zero when nothing is missing."""
+    c = np.array(composite.lever)
+    dm = max(0.0, m_min - composite.mass)
+    total = composite + pin.Inertia(dm, c, np.zeros((3, 3)))
+    lam, V = np.linalg.eigh(np.array(total.inertia))
+    dI = V @ np.diag(np.maximum(0.0, i_min - lam)) @ V.T
+    return pin.Inertia(dm, c, 0.5 * (dI + dI.T))
+
+
+# ------------------------------------------------------------------ writer
+@dataclass
+class _Writer:
+    """Per-export state: the document's bodies, the name registry and the maps being built.
+
+    ``own``: the inertia each record body's MuJoCo body carries (a split-body cut's child
+    keeps ``1/(n+1)`` of its own, n its auxiliary bodies); ``aux``: per split cut edge its
+    auxiliary body (name, element, inertia in its frame)."""
+
+    model: CompiledModel
+    partition: Partition
+    timestep: float
+    merged: frozenset[int]
+    own: dict[int, pin.Inertia]
+    balls: dict  # chord edge → rbc.backends.mjcf_equivalents.CutBall
+    dropped: frozenset[int]
+    names: _Names = field(default_factory=_Names)
+    elements: dict[int, etree._Element] = field(default_factory=dict)
+    body_names: dict[int, str] = field(default_factory=dict)
+    aux: dict[int, tuple[str, etree._Element, pin.Inertia]] = field(default_factory=dict)
+    tree_joints: list[MjJoint] = field(default_factory=list)
+    aux_joints: list[MjJoint] = field(default_factory=list)
+    jointed: set[int] = field(default_factory=set)  # record bodies whose MuJoCo body has joints
+    added: dict[int, pin.Inertia] = field(default_factory=dict)
+    inertials: dict[str, pin.Inertia] = field(default_factory=dict)
+    one_dof: dict[int, str] = field(default_factory=dict)  # edge → its MuJoCo hinge/slide
+
+
+def split_counts(model: CompiledModel) -> dict[int, int]:
+    """Per body: the number of split-body cut joints whose child it is (moving, massive)."""
+    out: dict[int, int] = {}
+    for k in model.chord_edges:
+        c = int(model.child[k])
+        if (model.edge_types[k] not in DIRECT_CUT_TYPES and c < model.n_bodies
+                and model.record.bodies[c].kind != "fixed" and model.record.bodies[c].mass > 0):
+            out[c] = out.get(c, 0) + 1
+    return out
+
+
+def _scaled(inertia: pin.Inertia, s: float) -> pin.Inertia:
+    return pin.Inertia(s * inertia.mass, np.array(inertia.lever), s * np.array(inertia.inertia))
+
+
 def export_mjcf(model: CompiledModel, partition: Partition,
                 timestep: float = DEFAULT_TIMESTEP) -> MjcfExport:
     """Build the MJCF document of a compiled model (pure; see the module docstring).
@@ -244,7 +510,7 @@ def export_mjcf(model: CompiledModel, partition: Partition,
     Args:
         model: compiled model (from a bundle).
         partition: the partition whose ``q_ref`` (assembled) becomes the keyframe and whose
-            ``length_scale`` spaces the revolute-cut anchors.
+            ``length_scale`` spaces the revolute-cut anchors and scales the inertia floor.
         timestep: ``<option timestep>`` [s]; also sets solref (2·timestep, 1).
 
     Returns:
@@ -255,9 +521,13 @@ def export_mjcf(model: CompiledModel, partition: Partition,
             actuator whose port is not a tree joint, or a helical cut joint.
     """
     rec = model.record
-    tm = build_tree(model)
-    pm = tm.model
-    q_ref = np.asarray(partition.q_ref, dtype=float)
+    counts = split_counts(model)
+    own = {v: _scaled(_record_inertia(model, v), 1.0 / (counts.get(v, 0) + 1))
+           for v in range(model.n_bodies)}
+    length = float(partition.length_scale)
+    balls = cut_balls(model, np.asarray(partition.q_ref, dtype=float), length)
+    dropped = frozenset(v for b in balls.values() for v in b.bodies)
+    w = _Writer(model, partition, timestep, merged_bodies(model, dropped), own, balls, dropped)
     root = etree.Element("mujoco", model=rec.name)
     etree.SubElement(root, "compiler", angle="radian", inertiafromgeom="false",
                      autolimits="true", boundmass="0", boundinertia="0")
@@ -266,89 +536,108 @@ def export_mjcf(model: CompiledModel, partition: Partition,
     dflt.set("solref", f"{fmt(2.0 * timestep)} 1")
     dflt.set("solimp", vec(SOLIMP))
     world = etree.SubElement(root, "worldbody")
-    B_n = model.n_bodies
-    elements: dict[int, etree._Element] = {B_n: world}
-    tree_joints: list[MjJoint] = []
-    qpos: dict[str, np.ndarray] = {}
+    w.elements[model.n_bodies] = world
+    _tree_bodies(w)
+    for v in range(model.n_bodies):
+        if v not in w.elements and v not in w.merged and v not in dropped:
+            raise CompileError(f"{rec.source}: MJCF export: body '{rec.bodies[v].name}' is "
+                               "not in the spanning tree")
+    eq = etree.SubElement(root, "equality")
+    _cuts(w, eq, counts)
+    _couplings(w, eq)
+    _inertials(w)
+    _motors(w, root)
+    # MuJoCo numbers joints in document (pre-)order, auxiliary cut bodies included
+    by_name = {mj.name: mj for mj in (*w.tree_joints, *w.aux_joints)}
+    order = tuple(by_name[el.get("name")] for el in world.iter("joint"))
+    exp = MjcfExport(etree.ElementTree(root), tuple(w.tree_joints), tuple(w.aux_joints),
+                     np.zeros(0), length, dict(w.body_names), w.merged, dict(w.added),
+                     dict(w.inertials), {model.edge_names[k]: a[0] for k, a in w.aux.items()},
+                     tuple(w.names.renamed), order, dropped,
+                     tuple(model.edge_names[k] for k in balls))
+    qv = exp.qpos_of(model, np.asarray(partition.q_ref, dtype=float))
+    key = etree.SubElement(etree.SubElement(root, "keyframe"), "key", name="assembled")
+    key.set("qpos", vec(qv))
+    object.__setattr__(exp, "qpos", qv)  # frozen: the keyframe is known only now
+    return exp
+
+
+def _tree_bodies(w: _Writer) -> None:
+    """Nested bodies with their joints, geometry and keyframe values (tree edges in
+    depth-first order; merged massless bodies contribute joints to their child's body)."""
+    m, rec = w.model, w.model.record
+    tm = build_tree(m)
+    pm = tm.model
     damping = {j.name: j.damping for j in rec.joints}
     friction = {j.name: j.friction for j in rec.joints}
     for a in rec.actuators:  # drive friction: joint ports only (schema)
         if a.joint is not None:
             damping[a.joint] = damping.get(a.joint, 0.0) + a.viscous
             friction[a.joint] = friction.get(a.joint, 0.0) + a.coulomb
-    for k in model.tree_edges:
-        j = tree_joint(model, k)
-        up, down = ((int(model.parent[k]), int(model.child[k])) if model.sign[k] > 0
-                    else (int(model.child[k]), int(model.parent[k])))
-        A, B = sp.se3_from_pose(j.parent_frame), sp.se3_from_pose(j.child_frame)
-        body = rec.bodies[down]
-        el = etree.SubElement(elements[up], "body", name=mjcf_body(body.name))
-        _pose_attrs(el, A * B.inverse())
-        elements[down] = el
-        if body.mass > 0:
-            I = body.inertia  # ixx iyy izz ixy ixz iyz (tensor entries, as MJCF fullinertia)
-            etree.SubElement(el, "inertial", pos=vec(body.com), mass=fmt(body.mass),
-                             fullinertia=vec(I))
-        qs = model.q_slice(k)
-        arm = (pm.armature[pm.joints[int(tm.edge_joint[k])].idx_v:
-                           pm.joints[int(tm.edge_joint[k])].idx_v + model.kinds[k].nv]
-               if tm.edge_joint[k] >= 0 else np.zeros(0))
-        for n, mj in enumerate(mj_joints(model, k, j)):
-            jel = etree.SubElement(el, "joint", name=mj.name, type=mj.type)
-            if mj.type != "free":
-                jel.set("pos", vec(B.translation))
-            if mj.axis is not None:
-                jel.set("axis", vec(B.rotation @ mj.axis))
-                jel.set("armature", fmt(arm[n]))
-            elif mj.type == "ball":
-                jel.set("armature", fmt(arm[0]))
-            if damping.get(j.name):
-                jel.set("damping", fmt(damping[j.name]))
-            if friction.get(j.name):
-                jel.set("frictionloss", fmt(friction[j.name]))
-            if j.spring.stiffness and model.kinds[k].nv == 1:
-                jel.set("stiffness", fmt(j.spring.stiffness))
-                jel.set("springref", fmt(j.spring.rest))
-            _set_limits(jel, j, mj.coord)
-            tree_joints.append(mj)
-        _record_qpos(qpos, model, k, j, q_ref[qs], B)
-        _geoms(model, down, el)
-    for v in range(B_n):
-        if v not in elements:
-            raise CompileError(f"{rec.source}: MJCF export: body '{rec.bodies[v].name}' is "
-                               "not in the spanning tree")
-    aux_joints, length = _cuts(model, partition, root, elements, world, qpos, pm, timestep)
-    _couplings(model, root, tree_joints)
-    _motors(model, root, tree_joints)
-    key = etree.SubElement(etree.SubElement(root, "keyframe"), "key", name="assembled")
-    # MuJoCo numbers joints in document (pre-)order, auxiliary cut bodies included
-    order = [qpos[el.get("name")] for el in world.iter("joint")]
-    qv = np.concatenate(order) if order else np.zeros(0)
-    key.set("qpos", vec(qv))
-    return MjcfExport(etree.ElementTree(root), tuple(tree_joints), tuple(aux_joints), qv, length)
+    for k in m.tree_edges:
+        down = _up_down(m, k)[1]
+        if down in w.merged or down in w.dropped:
+            continue
+        chain = _chain(m, k, w.merged)
+        joints = [tree_joint(m, e) for e in chain]
+        offset, frames = _chain_frames(joints)
+        name = w.names.take("body", mjcf_body(rec.bodies[down].name))
+        if mjcf_body(rec.bodies[down].name) != rec.bodies[down].name and name == "world.record":
+            w.names.renamed.append(("body", "world", name))
+        el = etree.SubElement(w.elements[_up_down(m, chain[0])[0]], "body", name=name)
+        _pose_attrs(el, offset)
+        w.elements[down], w.body_names[down] = el, name
+        gimbal = gimbal_axes(m, chain, joints, frames, float(w.partition.length_scale))
+        if gimbal is not None:  # three plain concurrent revolutes: one ball about the centre
+            mj = MjJoint(w.names.take("joint", f"{m.edge_names[chain[0]]}.ball"), "ball",
+                         None, chain[0], -1, pin.SE3(np.eye(3), gimbal[0]), tuple(chain),
+                         gimbal[1])
+            _joint_element(el, mj, joints[0], 3, {}, {})
+            w.tree_joints.append(mj)
+            w.jointed.add(down)
+        else:
+            for e, j, C in zip(chain, joints, frames, strict=True):
+                idx = pm.joints[int(tm.edge_joint[e])].idx_v if tm.edge_joint[e] >= 0 else 0
+                arm = pm.armature[idx: idx + m.kinds[e].nv]
+                mjs = [MjJoint(w.names.take("joint", mj.name), mj.type, mj.axis, e, mj.coord, C)
+                       for mj in mj_joints(m, e, j)]
+                for n, mj in enumerate(mjs):
+                    jel = _joint_element(el, mj, j, m.kinds[e].nv, damping, friction)
+                    if mj.type != "free":
+                        jel.set("armature", fmt(arm[n] if mj.axis is not None else arm[0]))
+                    w.jointed.add(down)
+                w.tree_joints += mjs
+        _geoms(w, down, el)
 
 
-def _record_qpos(qpos: dict[str, np.ndarray], model: CompiledModel, k: int, joint: Joint,
-                 q: np.ndarray, B: pin.SE3) -> None:
-    """Store the MuJoCo qpos of each MuJoCo joint of edge k by joint name."""
-    mjs = mj_joints(model, k, joint)
-    values = mj_qpos(joint, q, B)
-    if len(mjs) == 1 and mjs[0].type in ("ball", "free"):
-        qpos[mjs[0].name] = values
-    else:
-        for n, mj in enumerate(mjs):
-            qpos[mj.name] = values[n: n + 1]
+def _joint_element(body: etree._Element, mj: MjJoint, j: Joint, nv: int, damping: dict,
+                   friction: dict) -> etree._Element:
+    """A ``<joint>`` at its frame in the body, with the joint's passive data."""
+    jel = etree.SubElement(body, "joint", name=mj.name, type=mj.type)
+    if mj.type != "free":
+        jel.set("pos", vec(mj.frame.translation))
+    if mj.axis is not None:
+        jel.set("axis", vec(mj.frame.rotation @ mj.axis))
+    if damping.get(j.name):
+        jel.set("damping", fmt(damping[j.name]))
+    if friction.get(j.name):
+        jel.set("frictionloss", fmt(friction[j.name]))
+    if j.spring.stiffness and nv == 1:
+        jel.set("stiffness", fmt(j.spring.stiffness))
+        jel.set("springref", fmt(j.spring.rest))
+    _set_limits(jel, j, mj.coord)
+    return jel
 
 
-def _geoms(model: CompiledModel, v: int, el: etree._Element) -> None:
+def _geoms(w: _Writer, v: int, el: etree._Element) -> None:
     """Record geometry (visual, group 1, no contacts) and support boxes (contacts) of body v."""
-    body = model.record.bodies[v]
+    body = w.model.record.bodies[v]
     for n, g in enumerate(body.geometry):
         params = dict(g.params)
         if g.type == "mesh":
             continue  # mesh files are not resolved by the exporter (docs/export.md)
-        gel = etree.SubElement(el, "geom", name=f"{body.name}.geom{n}", type=g.type,
-                               group="1", contype="0", conaffinity="0", mass="0")
+        gel = etree.SubElement(el, "geom", name=w.names.take("geom", f"{body.name}.geom{n}"),
+                               type=g.type, group="1", contype="0", conaffinity="0", mass="0")
         if g.type == "box":
             gel.set("size", vec(params["half_extents"]))
         elif g.type == "sphere":
@@ -362,11 +651,11 @@ def _geoms(model: CompiledModel, v: int, el: etree._Element) -> None:
         else:  # capsule / cylinder with a length along the geometry's z axis
             gel.set("size", f"{fmt(params['radius'])} {fmt(0.5 * params['length'])}")
         _pose_attrs(gel, sp.se3_from_pose(g.pose))
-    for s in model.record.supports:
+    for s in w.model.record.supports:
         if s.body != body.name:
             continue
         hx, hy = (tuple(s.half_extents) + (0.0, 0.0))[:2]
-        gel = etree.SubElement(el, "geom", name=f"{s.name}", type="box",
+        gel = etree.SubElement(el, "geom", name=w.names.take("geom", s.name), type="box",
                                size=vec([hx, hy, SUPPORT_HALF_THICKNESS]), mass="0")
         # the box top face is the support plane: shift it down by its half thickness
         T = sp.se3_from_pose(s.pose) * pin.SE3(np.eye(3), np.array(
@@ -374,75 +663,131 @@ def _geoms(model: CompiledModel, v: int, el: etree._Element) -> None:
         _pose_attrs(gel, T)
 
 
-def _site(parent: etree._Element, name: str, T: pin.SE3) -> None:
+def _site(w: _Writer, parent: etree._Element, name: str, T: pin.SE3) -> str:
+    name = w.names.take("site", name)
     el = etree.SubElement(parent, "site", name=name)
     _pose_attrs(el, T)
+    return name
 
 
-def _cuts(model: CompiledModel, partition: Partition, root: etree._Element,
-          elements: dict[int, etree._Element], world: etree._Element,
-          qpos: dict[str, np.ndarray], pm: pin.Model, timestep: float
-          ) -> tuple[list[MjJoint], float]:
+def _equality(w: _Writer, eq: etree._Element, tag: str, name: str, s1: str, s2: str) -> None:
+    etree.SubElement(eq, tag, name=w.names.take("equality", name), site1=s1, site2=s2)
+
+
+def _cuts(w: _Writer, eq: etree._Element, counts: dict[int, int]) -> None:
     """Equality constraints (and auxiliary bodies) for the cut joints (module docstring)."""
-    eq = etree.SubElement(root, "equality")
-    length = float(partition.length_scale)
-    diag = np.asarray(pin.crba(pm, pm.createData(), pin.neutral(pm))).diagonal() if pm.nv else [1.0]
-    eps = AUX_ARMATURE_RATIO * float(np.mean(diag))
-    aux: list[MjJoint] = []
-    for k in model.chord_edges:
-        name = model.edge_names[k]
-        j = next((x for x in model.record.joints if x.name == name), None)
-        if j is None:  # a cut root edge (two fixed bodies in one component): a weld
-            j = root_joint(name, model.edge_types[k])
-        b, c = int(model.parent[k]), int(model.child[k])
-        A, B = model.A[k], model.B[k]
-        eb, ec = elements[b], elements[c]
+    m = w.model
+    length = float(w.partition.length_scale)
+    for k in m.chord_edges:
+        name = m.edge_names[k]
+        j = m.edge_joints[k]
+        b, c = int(m.parent[k]), int(m.child[k])
+        A, B = m.A[k], m.B[k]
         t = j.type
-        if t == "spherical":
-            _site(eb, f"{name}.b", A)
-            _site(ec, f"{name}.c", B)
-            etree.SubElement(eq, "connect", name=name, site1=f"{name}.b", site2=f"{name}.c")
-        elif t == "fixed":
-            _site(eb, f"{name}.b", A)
-            _site(ec, f"{name}.c", B)
-            etree.SubElement(eq, "weld", name=name, site1=f"{name}.b", site2=f"{name}.c")
+        if k in w.balls:  # a massless leaf chain and its cut: one ball (mjcf_equivalents)
+            ball = w.balls[k]
+            s1 = _site(w, w.elements[ball.base], f"{name}.b", ball.at_base)
+            s2 = _site(w, w.elements[ball.other], f"{name}.c", ball.at_other)
+            _equality(w, eq, "connect", name, s1, s2)
+            continue
+        eb, ec = w.elements[b], w.elements[c]
+        if t in ("spherical", "fixed"):
+            s1, s2 = _site(w, eb, f"{name}.b", A), _site(w, ec, f"{name}.c", B)
+            _equality(w, eq, "connect" if t == "spherical" else "weld", name, s1, s2)
         elif t == "revolute":
-            off = pin.SE3(np.eye(3), length * np.asarray(model.kinds[k].axis))
+            off = pin.SE3(np.eye(3), length * np.asarray(m.kinds[k].axis))
             for n, (Tb, Tc) in enumerate(((A, B), (A * off, B * off))):
-                _site(eb, f"{name}.b{n}", Tb)
-                _site(ec, f"{name}.c{n}", Tc)
-                etree.SubElement(eq, "connect", name=f"{name}.{n}", site1=f"{name}.b{n}",
-                                 site2=f"{name}.c{n}")
+                s1 = _site(w, eb, f"{name}.b{n}", Tb)
+                s2 = _site(w, ec, f"{name}.c{n}", Tc)
+                _equality(w, eq, "connect", f"{name}.{n}", s1, s2)
         else:
-            mjs = mj_joints(model, k, j)  # raises for helical
-            body = etree.SubElement(eb, "body", name=f"{name}.cut")
+            mjs = [MjJoint(w.names.take("joint", mj.name), mj.type, mj.axis, k, mj.coord)
+                   for mj in mj_joints(m, k, j)]  # raises for helical
+            bname = w.names.take("body", f"{name}.cut")
+            body = etree.SubElement(eb, "body", name=bname)
             _pose_attrs(body, A)
-            m_aux = AUX_MASS_RATIO * max(sum(x.mass for x in model.record.bodies), 1.0)
-            i_aux = m_aux * max(length, 1e-3) ** 2
-            etree.SubElement(body, "inertial", pos="0 0 0", mass=fmt(m_aux),
-                             diaginertia=vec([i_aux] * 3))
+            # the auxiliary frame is Jc at closure: a share of c's inertia, in that frame
+            share = (B.actInv(_scaled(_record_inertia(m, c), 1.0 / (counts[c] + 1)))
+                     if c in counts else pin.Inertia.Zero())
+            w.aux[k] = (bname, body, share)
             for mj in mjs:
-                jel = etree.SubElement(body, "joint", name=mj.name, type=mj.type,
-                                       armature=fmt(eps))
-                if mj.axis is not None:
-                    jel.set("axis", vec(mj.axis))
-                aux.append(mj)
-            _record_qpos(qpos, model, k, j, np.asarray(partition.q_ref)[model.q_slice(k)],
-                         pin.SE3.Identity())
-            _site(body, f"{name}.b", pin.SE3.Identity())
-            _site(ec, f"{name}.c", B)
-            etree.SubElement(eq, "weld", name=name, site1=f"{name}.b", site2=f"{name}.c")
-    return aux, length
+                _joint_element(body, mj, j, m.kinds[k].nv, {}, {})
+            w.aux_joints += mjs
+            s1 = _site(w, body, f"{name}.b", pin.SE3.Identity())
+            s2 = _site(w, ec, f"{name}.c", B)
+            _equality(w, eq, "weld", name, s1, s2)
 
 
-def mjcf_body(name: str) -> str:
-    """The MJCF name of a record body: its own, except ``world`` (MuJoCo reserves it for its
-    world body; an imported record may hold a fixed body of that name), which is written as
-    ``world.record``."""
-    return "world.record" if name == "world" else name
+def _inertials(w: _Writer) -> None:
+    """``<inertial>`` of every MuJoCo body, with the inertia floor where a moving composite
+    (a jointed body and the jointless bodies welded to it) falls below it."""
+    m = w.model
+    m_min, i_min = _floor(m, float(w.partition.length_scale))
+    composite = {v: w.own[v] for v in w.jointed}
+    for v in w.body_names:  # jointless bodies count with the nearest jointed ancestor
+        if v not in w.jointed:
+            host, T = _jointed_ancestor(w, v)
+            if host is not None:
+                composite[host] = composite[host] + T.act(w.own[v])
+    for v, name in w.body_names.items():
+        inertia = w.own[v]
+        if v in w.jointed:
+            add = floor_addition(composite[v], m_min, i_min)
+            if add.mass or np.any(add.inertia):
+                inertia = inertia + add
+                w.added[v] = add
+        w.inertials[name] = inertia
+        _inertial_element(w.elements[v], inertia)
+    for k, (name, el, share) in w.aux.items():
+        add = floor_addition(share, m_min, i_min)
+        if add.mass or np.any(add.inertia):  # at closure the auxiliary frame is c's Jc
+            c = int(m.child[k])
+            w.added[c] = w.added.get(c, pin.Inertia.Zero()) + m.B[k].act(add)
+        w.inertials[name] = share + add
+        _inertial_element(el, share + add)
 
 
-def _couplings(model: CompiledModel, root: etree._Element, tree_joints: list[MjJoint]) -> None:
+def _jointed_ancestor(w: _Writer, v: int) -> tuple[int | None, pin.SE3]:
+    """The nearest body at or above v whose MuJoCo body has joints, and v's pose in it."""
+    m = w.model
+    T = pin.SE3.Identity()
+    while v != m.n_bodies:
+        if v in w.jointed:
+            return v, T
+        k = int(m.parent_edge[v])
+        T = _zero_pose(tree_joint(m, k)) * T
+        v = _up_down(m, k)[0]
+    return None, T
+
+
+def _inertial_element(el: etree._Element, inertia: pin.Inertia) -> None:
+    """``<inertial pos quat mass diaginertia>`` in principal axes (exact for semi-definite
+    tensors; MuJoCo refuses a ``fullinertia`` that is not positive definite). Nothing for
+    a body with neither mass nor inertia."""
+    mass = float(inertia.mass)
+    tensor = np.array(inertia.inertia)
+    if mass == 0.0 and not np.any(tensor):
+        return
+    lam, V = np.linalg.eigh(0.5 * (tensor + tensor.T))
+    lam = np.maximum(lam, 0.0)
+    lam[2] = min(lam[2], lam[0] + lam[1])  # round-off of the triangle equality (thin disc)
+    if np.linalg.det(V) < 0:
+        V[:, 0] = -V[:, 0]
+    inertial = etree.Element("inertial", pos=vec(inertia.lever),
+                             quat=vec(sp.quat_from_rotation(V)), mass=fmt(mass),
+                             diaginertia=vec(lam))
+    el.insert(0, inertial)
+
+
+def _joint_of(w: _Writer, joint: str) -> str | None:
+    """The MuJoCo name of a record joint's one hinge/slide (None if it has no such joint)."""
+    if not w.one_dof:
+        w.one_dof.update({mj.edge: mj.name for mj in w.tree_joints if not mj.group
+                          and mj.type in ("hinge", "slide") and w.model.kinds[mj.edge].nv == 1})
+    return w.one_dof.get(w.model.edge(joint))
+
+
+def _couplings(w: _Writer, eq: etree._Element) -> None:
     """Linear couplings → ``<equality><joint>``: ``c₁q₁ + c₂q₂ + offset = 0`` is
     ``q₁ = −offset/c₁ − (c₂/c₁) q₂`` (``polycoef``; the exported joints have ``ref`` 0, so
     qpos0 = 0); a one-term coupling holds q₁ at ``−offset/c₁``.
@@ -451,65 +796,88 @@ def _couplings(model: CompiledModel, root: etree._Element, tree_joints: list[MjJ
         CompileError: a coupling of more than two joints (a MuJoCo joint equality relates
             two), or one on a joint that is not a 1-dof tree joint.
     """
-    if not model.record.couplings:
-        return
-    names = {mj.name for mj in tree_joints if mj.type in ("hinge", "slide")}
-    eq = etree.SubElement(root, "equality")
-    for c in model.record.couplings:
+    m = w.model
+    for c in m.record.couplings:
         if len(c.terms) > 2:
-            raise CompileError(f"{model.record.source}: MJCF export: coupling '{c.name}' "
+            raise CompileError(f"{m.record.source}: MJCF export: coupling '{c.name}' "
                                f"relates {len(c.terms)} joints; a MuJoCo joint equality "
                                "relates at most two")
-        for n, _ in c.terms:
-            if n not in names:
-                raise CompileError(f"{model.record.source}: MJCF export: coupling '{c.name}' "
+        joints = [_joint_of(w, n) for n, _ in c.terms]
+        for (n, _), j in zip(c.terms, joints, strict=True):
+            if j is None:
+                raise CompileError(f"{m.record.source}: MJCF export: coupling '{c.name}' "
                                    f"involves '{n}', which is not a 1-dof tree joint")
-        (j1, c1), *rest = c.terms
+        (_, c1), *rest = c.terms
         poly = [-c.offset / c1, 0.0, 0.0, 0.0, 0.0]
-        el = etree.SubElement(eq, "joint", name=c.name, joint1=j1)
+        el = etree.SubElement(eq, "joint", name=w.names.take("equality", c.name),
+                              joint1=joints[0])
         if rest:
-            (j2, c2), = rest
-            el.set("joint2", j2)
-            poly[1] = -c2 / c1
+            el.set("joint2", joints[1])
+            poly[1] = -rest[0][1] / c1
         el.set("polycoef", vec(poly))
 
 
-def _motors(model: CompiledModel, root: etree._Element, tree_joints: list[MjJoint]) -> None:
+def _motors(w: _Writer, root: etree._Element) -> None:
     """One ``motor`` per actuator at its port, gear 1 (ctrl = port effort); a tendon port
     is a ``<tendon><fixed>`` with the port's coefficients, driven by a motor on the tendon."""
-    if not model.record.actuators:
+    m = w.model
+    if not m.record.actuators:
         return
-    names = {mj.name for mj in tree_joints}
-    tendons = [a for a in model.record.actuators if a.terms]
-    if tendons:
-        ten = etree.SubElement(root, "tendon")
-        for a in tendons:
-            fixed = etree.SubElement(ten, "fixed", name=a.name)
-            for n, coef in a.terms:
-                etree.SubElement(fixed, "joint", joint=n, coef=fmt(coef))
-    act = etree.SubElement(root, "actuator")
-    for a in model.record.actuators:
-        for n, _ in a.port_terms:
-            if n not in names:
-                raise CompileError(f"{model.record.source}: MJCF export: actuator '{a.name}' "
+    ports: list[tuple[str, list[tuple[str, float]]]] = []
+    for a in m.record.actuators:
+        joints = [(_joint_of(w, n), coef) for n, coef in a.port_terms]
+        for (n, _), (j, _) in zip(a.port_terms, joints, strict=True):
+            if j is None:
+                raise CompileError(f"{m.record.source}: MJCF export: actuator '{a.name}' "
                                    f"drives '{n}', which is not a 1-dof tree joint")
-        port = {"tendon": a.name} if a.terms else {"joint": str(a.joint)}
-        el = etree.SubElement(act, "motor", name=a.name, **port, gear="1")
+        ports.append((a.name, joints))
+    tendons = {}
+    if any(a.terms for a in m.record.actuators):
+        ten = etree.SubElement(root, "tendon")
+        for a, (_, joints) in zip(m.record.actuators, ports, strict=True):
+            if a.terms:
+                tendons[a.name] = w.names.take("tendon", a.name)
+                fixed = etree.SubElement(ten, "fixed", name=tendons[a.name])
+                for j, coef in joints:
+                    etree.SubElement(fixed, "joint", joint=j, coef=fmt(coef))
+    act = etree.SubElement(root, "actuator")
+    for a, (_, joints) in zip(m.record.actuators, ports, strict=True):
+        port = {"tendon": tendons[a.name]} if a.terms else {"joint": joints[0][0]}
+        el = etree.SubElement(act, "motor", name=w.names.take("actuator", a.name), **port,
+                              gear="1")
         if a.effort_limits is not None:
             el.set("ctrllimited", "true")
             el.set("ctrlrange", vec(a.effort_limits))
 
 
+def check_loads(xml: str, source: str) -> None:
+    """Raise :class:`CompileError` with MuJoCo's message if MuJoCo cannot load ``xml``."""
+    import mujoco
+
+    try:
+        mujoco.MjModel.from_xml_string(xml)
+    except ValueError as err:
+        msg = " ".join(str(err).split())
+        hint = (" (MuJoCo's XML parser limits how deeply elements nest, and MJCF nests each "
+                "body in its parent: this spanning tree is too deep for MJCF)"
+                if "nesting is too deep" in msg else "")
+        raise CompileError(f"{source}: MuJoCo refuses the exported MJCF: {msg}{hint}; "
+                           "nothing was written") from None
+
+
 def write_mjcf(model: CompiledModel, partition: Partition, path: str | Path,
                timestep: float = DEFAULT_TIMESTEP) -> MjcfExport:
-    """Export and write atomically (temporary file in the target directory, then rename).
+    """Export, check that MuJoCo loads it, and write atomically (temporary file in the
+    target directory, then rename).
 
     Raises:
-        CompileError: as :func:`export_mjcf`; nothing is written then.
+        CompileError: as :func:`export_mjcf`, or MuJoCo refuses the document; nothing is
+            written then.
     """
     out = export_mjcf(model, partition, timestep)
-    path = Path(path)
-    atomic_write_text(path, out.to_string())
+    text = out.to_string()
+    check_loads(text, str(model.record.source))
+    atomic_write_text(Path(path), text)
     return out
 
 
@@ -518,7 +886,7 @@ def write_mjcf_from_bundle(bundle: str | Path, path: str | Path,
     """``rbc compile --mjcf``: export the ``default`` partition of a bundle (atomically).
 
     Raises:
-        BundleError: unreadable bundle; CompileError: as :func:`export_mjcf`.
+        BundleError: unreadable bundle; CompileError: as :func:`write_mjcf`.
     """
     model = CompiledModel.from_bundle(bundle)
     part = model.partitions.get("default") or next(iter(model.partitions.values()))

@@ -59,15 +59,16 @@ def compile_command(
                              dump_after=tuple(dump_after or ()), partitions=requests,
                              length_scale=length_scale, modes=mode_requests,
                              all_modes=modes == "all")
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
     if mjcf is not None:
         from rbc.backends.mjcf_export import write_mjcf_from_bundle
 
-        write_mjcf_from_bundle(out, mjcf)
+        for note in write_mjcf_from_bundle(out, mjcf).notes():
+            err.print(f"note: {mjcf}: {note}", markup=False)
     if pinocchio is not None:
         from rbc.backends.pinocchio import write_pinocchio_from_bundle
 
         write_pinocchio_from_bundle(out, pinocchio)
-    err = Console(stderr=True)
     for note in report.stages["parse"].notes:
         err.print(f"note: {note}", highlight=False, markup=False)
     for name, text in report.dumps:

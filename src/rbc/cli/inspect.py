@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rbc.cli.app import app
+from rbc.errors import RbcError
 
 
 @app.command("inspect")
@@ -22,6 +23,7 @@ def inspect_command(
     from rbc.ir.summary import summarize
 
     s = summarize(bundle)
+    s["low_inertia"] = _low_inertia(bundle)
     if as_json:
         typer.echo(json.dumps(s, indent=2))
         return
@@ -53,6 +55,14 @@ def inspect_command(
         con.print(t)
         for note in s["mode_notes"]:
             con.print(f"  [dim]note: {note}[/dim]")
+    low = s["low_inertia"]
+    if low["evaluated"] and low["directions"]:
+        con.print(f"  [yellow]almost no inertia[/yellow] (partition {low['partition']}, at q_ref, "
+                  f"λ/λ_max < {low['limit']:g}): " + "; ".join(
+                      f"{', '.join(d['speeds'])} ({d['ratio']:.2g})" for d in low["directions"]))
+    elif not low["evaluated"]:
+        con.print(f"  [dim]note: inertia of the independent speeds not evaluated: "
+                  f"{low['why']}[/dim]")
     if s["actuators"]:
         con.print("  actuators: " + ", ".join(f"{a['name']}→{_port(a)}" for a in s["actuators"]))
     if s["chords"]:
@@ -77,3 +87,36 @@ def _port(a: dict) -> str:
     if a["joint"] is not None:
         return a["joint"]
     return " + ".join(f"{c:g}·{n}" for n, c in a["terms"].items())
+
+
+#: ``inspect`` evaluates the reduced inertia only up to this many tree speeds (Pinocchio's
+#: per-model data holds dense nv × nv matrices).
+INERTIA_REPORT_MAX_NV = 600
+
+
+def _low_inertia(bundle: Path) -> dict:
+    """``low_inertia`` of ``inspect --json`` (docs/cli.md): independent speeds of the default
+    partition that carry almost no inertia at q_ref."""
+    from rbc.model.compiled import CompiledModel
+    from rbc.model.dynamics import LOW_INERTIA_RTOL, DynamicsModel, low_inertia_speeds
+    from rbc.model.solve import get_partition
+
+    kin = CompiledModel.from_bundle(bundle)
+    out = {"partition": None, "limit": LOW_INERTIA_RTOL, "evaluated": False,
+           "directions": [], "why": ""}
+    if not kin.partitions:
+        out["why"] = "no partition"
+        return out
+    part = get_partition(kin, None)
+    out["partition"] = part.name
+    if kin.nv_tree > INERTIA_REPORT_MAX_NV:
+        out["why"] = f"{kin.nv_tree} tree speeds (more than {INERTIA_REPORT_MAX_NV})"
+        return out
+    try:
+        dirs = low_inertia_speeds(DynamicsModel.build(kin), part, part.q_ref)
+    except RbcError as err:  # e.g. a tree the dynamics model cannot build
+        out["why"] = str(err)
+        return out
+    out["evaluated"] = True
+    out["directions"] = [{"speeds": list(n), "ratio": r} for n, r in dirs]
+    return out

@@ -392,3 +392,31 @@ def closure_reactions(dm: DynamicsModel, terms: ReducedTerms, part: Partition,
     lhs[:nt] += terms.tree.M @ a[:nt] + terms.tree.h
     Rp = terms.lifted.C[np.ix_(part.rows, part.dependent)]
     return np.linalg.solve(Rp.T, lhs[part.dependent])
+
+
+#: An independent speed "carries almost no inertia" when it dominates an eigenvector of M_r
+#: whose eigenvalue is below this fraction of the largest: beyond κ = 1e5 double-precision
+#: dynamics lose five digits in that direction, and an explicit simulator must resolve its
+#: fast motion (a slender rod's free spin between two balls, a massless link between
+#: coaxial revolutes).
+LOW_INERTIA_RTOL = 1e-5
+#: A speed dominates an eigenvector when its component exceeds this (unit eigenvectors).
+DOMINANT_COMPONENT = 0.3
+
+
+def low_inertia_speeds(dm: DynamicsModel, part: Partition, q: np.ndarray
+                       ) -> list[tuple[tuple[str, ...], float]]:
+    """The directions of M_r at q (at rest) with almost no inertia (:data:`LOW_INERTIA_RTOL`).
+
+    Returns:
+        ``[(independent speed names, λ/λ_max), …]`` from the smallest eigenvalue up; empty
+        when M_r is well conditioned.
+    """
+    terms = reduced_terms(dm, DynamicsData.of(dm), part, q, np.zeros(part.independent.size))
+    if not terms.M.size:
+        return []
+    w, V = np.linalg.eigh(terms.M)
+    top = max(abs(w[-1]), 1e-300)
+    names = [dm.kin.v_names[int(j)] for j in part.independent]
+    return [(tuple(names[i] for i in np.flatnonzero(np.abs(V[:, n]) > DOMINANT_COMPONENT)),
+             float(w[n] / top)) for n in range(len(w)) if w[n] < LOW_INERTIA_RTOL * top]

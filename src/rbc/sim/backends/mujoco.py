@@ -21,12 +21,10 @@ from dataclasses import replace
 
 import mujoco
 import numpy as np
-import pinocchio as pin
 
-from rbc.backends.mjcf_export import DIRECT_CUT_TYPES, export_mjcf, mjcf_body, velocity_block
+from rbc.backends.mjcf_export import check_loads, export_mjcf
+from rbc.errors import CompileError
 from rbc.ir import spatial as sp
-from rbc.model.compiled import root_joint
-from rbc.model.tree import tree_joint
 from rbc.sim.backends import Backend, BackendError, Measurement
 
 
@@ -37,21 +35,12 @@ class MujocoBackend(Backend):
 
     @classmethod
     def check(cls, plant, part) -> None:
-        """The model must export (no helical joints, ports on tree joints, …), and without
-        split-body cuts: MuJoCo scales a constraint's regularization with the inverse
-        weight of the bodies it touches, and the split body's near-zero mass makes its
-        weld so soft that the loop drifts apart (0.24 m in 0.5 s on a slider-crank cut at
-        its prismatic joint)."""
-        split = sorted({plant.edge_names[k] for k in plant.chord_edges
-                        if plant.edge_types[k] not in DIRECT_CUT_TYPES})
-        export_mjcf(plant, part)
-        if split:
-            raise BackendError(
-                f"the mujoco backend cannot hold the loops closed at {', '.join(split)} "
-                f"({', '.join(sorted({plant.edge_types[plant.edge(n)] for n in split}))} cut "
-                "joints are exported as a near-massless split body whose weld MuJoCo "
-                "barely enforces); cut the loop at a revolute or spherical joint "
-                "(`cut: prefer` in the record) or use the reduced backend")
+        """The model must export (no helical joints, ports on tree joints, …) and MuJoCo must
+        load the export (e.g. MuJoCo's XML parser limits how deep bodies may nest)."""
+        try:
+            check_loads(export_mjcf(plant, part).to_string(), str(plant.record.source))
+        except CompileError as err:
+            raise BackendError(str(err)) from None
 
     def __init__(self, plant, part, q0, v0, dt, **options) -> None:
         super().__init__(plant, part, q0, v0, dt)
@@ -67,10 +56,13 @@ class MujocoBackend(Backend):
         self.Pq, self.Pv = np.zeros((len(acts), m.nq)), np.zeros((len(acts), m.nv))
         for i, a in enumerate(acts):
             for name, coef in a.port_terms:
-                jid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)
+                jid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT,
+                                        exp.joint_name(plant.edge(name)))
                 self.Pq[i, m.jnt_qposadr[jid]] += coef
                 self.Pv[i, m.jnt_dofadr[jid]] += coef
-        self.tasks = [(t.name, mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, mjcf_body(t.body)),
+        bodies = plant.record.body_index()
+        self.tasks = [(t.name, mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY,
+                                                 exp.body_names[bodies[t.body]]),
                        sp.se3_from_pose(t.pose).translation) for t in plant.record.tasks]
         loops = [i for i in range(m.neq) if m.eq_objtype[i] == mujoco.mjtObj.mjOBJ_SITE]
         self.eq_sites = np.array([(m.eq_obj1id[i], m.eq_obj2id[i]) for i in loops],
@@ -105,25 +97,7 @@ class MujocoBackend(Backend):
 
 
 def _qvel(plant, exp, m, q0: np.ndarray, v0: np.ndarray) -> np.ndarray:
-    """MuJoCo qvel (m.nv,) of rbc speeds v0 at q0 (tree and auxiliary cut joints)."""
-    out = np.zeros(m.nv)
+    """MuJoCo qvel (m.nv,) of rbc speeds v0 at q0 (the export's velocity map)."""
     if not np.any(v0):
-        return out
-    record = {j.name: j for j in plant.record.joints}
-    aux = {mj.name for mj in exp.aux_joints}
-    for mj in (*exp.tree_joints, *exp.aux_joints):
-        k = mj.edge
-        name = plant.edge_names[k]
-        if mj.name in aux:  # auxiliary cut body: the record joint with A = B = I placement
-            jt, B = record.get(name) or root_joint(name, plant.edge_types[k]), pin.SE3.Identity()
-        else:
-            jt = tree_joint(plant, k)
-            B = sp.se3_from_pose(jt.child_frame)
-        vs = v0[plant.v_slice(k)]
-        adr = m.jnt_dofadr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, mj.name)]
-        if mj.type in ("hinge", "slide"):  # a reversed tree joint keeps its coordinate
-            out[adr] = vs[mj.coord]
-        else:
-            P = velocity_block(jt, q0[plant.q_slice(k)], B)
-            out[adr: adr + P.shape[0]] = P @ vs
-    return out
+        return np.zeros(m.nv)
+    return exp.velocity_map(plant, q0) @ v0
