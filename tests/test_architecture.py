@@ -82,7 +82,13 @@ def test_run_time_does_not_import_the_passes():
     for m, ds in _imports().items():
         packages[m.split(".")[1] if "." in m else m].update(d.split(".")[1] for d in ds)
     assert "passes" not in packages["model"]
-    assert packages["ir"] <= {"errors", "ir"}
+    assert packages["ir"] <= {"errors", "safeio", "ir"}
+
+
+def test_safeio_is_a_leaf():
+    """rbc.safeio (the shared untrusted-input and output mechanisms) sits beside rbc.errors
+    at the bottom: everything may use it, it uses nothing of rbc but the errors."""
+    assert _imports()["rbc.safeio"] <= {"rbc.errors"}
 
 
 def test_walker_sub_packages_are_layered():

@@ -24,12 +24,15 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
     return matches[0] if matches else None
 
 
-class RecordError(RbcError):
-    """A physical record (YAML) is malformed or physically inconsistent.
+class InputError(RbcError):
+    """An input file is unusable: unreadable, too large, not a regular file, or malformed.
+
+    The message names the file and, where there is one, the field inside it.
 
     Attributes:
-        file: the record file (or ``"<string>"``).
-        path: YAML path of the offending field, e.g. ``joints[3].axis`` ("" for the whole file).
+        file: the input file (or ``"<string>"``).
+        path: path of the offending field inside the file, e.g. ``joints[3].axis`` or
+            ``/partitions/default/rows`` ("" for the whole file).
         problem: what is wrong, one sentence.
         expected: what a valid value looks like (optional).
         choices: the valid choices, listed in the message (optional).
@@ -66,6 +69,11 @@ class RecordError(RbcError):
         if self.suggestion:
             msg += f" (did you mean '{self.suggestion}'?)"
         return msg
+
+
+class RecordError(InputError):
+    """A physical record (YAML) is malformed or physically inconsistent (``path`` is the
+    YAML path of the offending field)."""
 
 
 class BundleError(RbcError):

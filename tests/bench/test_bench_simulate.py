@@ -98,8 +98,8 @@ def test_table(bundles, capsys):
     (("--backends", ","), "valid: reduced, mujoco, pinocchio"),
     (("--backends", "mujoco,mujoco"), "mujoco listed more than once"),
     (("--controller", "pid"), "unknown controller 'pid'; valid: pd, pd+ff, passive"),
-    (("--duration", "0"), "--duration 0: must be positive"),
-    (("--dt", "-0.001"), "--dt -0.001: must be positive"),
+    (("--duration", "0"), "--duration 0: expected a finite number > 0"),
+    (("--dt", "-0.001"), "--dt -0.001: expected a finite number > 0"),
 ])
 def test_bad_requests_exit_2(bundles, capsys, args, message):
     code, out, err = run(capsys, "bench", "simulate", bundles["fourbar"], "--reference",

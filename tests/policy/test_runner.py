@@ -222,7 +222,7 @@ def test_invalid_json_and_missing_file(tmp_path):
     p.write_text('{"format": ')
     with pytest.raises(PolicyFormatError, match=r"p\.json: invalid JSON at line 1"):
         load_policy(p)
-    with pytest.raises(PolicyFormatError, match="cannot read"):
+    with pytest.raises(PolicyFormatError, match="file not found"):
         load_policy(tmp_path / "absent.json")
     with pytest.raises(PolicyFormatError, match="non-finite"):
         doc = _doc()

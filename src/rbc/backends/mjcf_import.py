@@ -39,6 +39,7 @@ line and its XML path.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -351,7 +352,9 @@ def _geometry(ctx: _Ctx, body: _Body, meshes: dict[str, tuple[str, list[float] |
         kind = a.get("type", "mesh" if "mesh" in a else "sphere")
         if kind not in _GEOM_TYPES:
             raise ctx.error(g, f"unknown geom type '{kind}'", choices=_GEOM_TYPES, got=kind)
-        if int(a.get("contype", "1")) == 0 and int(a.get("conaffinity", "1")) == 0:
+        contype, conaffinity = (_nums(ctx, g, a, k, 1, [1.0])[0] for k in ("contype",
+                                                                            "conaffinity"))
+        if contype == 0 and conaffinity == 0:
             ctx.drop("visual-only geoms")
             continue
         size = _nums(ctx, g, a, "size", None, [])
@@ -497,48 +500,63 @@ def _unique(name: str, used: set[str]) -> str:
 # ------------------------------------------------------------------------------ MuJoCo
 
 
-def load_mujoco(path: str | Path, root=None):
-    """Compile the model with MuJoCo; strip file-backed assets if loading fails.
+def file_free_copy(root):
+    """A copy of an MJCF tree that names no file, for MuJoCo to compile from a string.
 
-    MuJoCo refuses a model whose mesh, texture, height-field or skin files are missing. In
-    that case a copy without those assets, without mesh geoms and without material
-    textures is compiled from a string (mass properties of bodies with ``<inertial>`` are
-    unaffected; bodies inferring their mass from mesh geoms lose that contribution).
-
-    Returns:
-        ``(model, stripped)``: the ``mujoco.MjModel`` (or None if even the stripped copy
-        fails) and whether assets had to be stripped.
+    rbc never lets MuJoCo open a path written in an input file (a mesh named /dev/zero, an
+    ``<include>`` of a private file): every element with a file attribute (``file``,
+    ``fileright``… of meshes, textures, height fields, skins, models) and every
+    ``<include>`` is removed, with the geoms that use a removed mesh or height field and
+    the material textures; mesh geoms in defaults become spheres. Mass properties of bodies
+    with ``<inertial>`` are unaffected; bodies inferring their mass from mesh geoms lose
+    that contribution (the importer warns).
     """
-    import mujoco
     from lxml import etree
 
-    try:
-        return mujoco.MjModel.from_xml_path(str(path)), False
-    except Exception:  # noqa: BLE001 - MuJoCo raises ValueError for any load problem
-        pass
-    root = read_xml(path, "mujoco") if root is None else root
     copy = etree.fromstring(etree.tostring(root))
-    for asset in copy.iter("asset"):
-        for child in list(asset):
-            if child.tag in ("mesh", "texture", "hfield", "skin"):
-                asset.remove(child)
-            elif child.tag == "material":
-                child.attrib.pop("texture", None)
+    for el in list(copy.iter()):
+        if not isinstance(el.tag, str):
+            continue
+        if el.tag == "include" or any(k.startswith("file") for k in el.attrib):
+            if el.getparent() is not None:
+                el.getparent().remove(el)
+    for el in copy.iter("material"):
+        el.attrib.pop("texture", None)
     mesh_classes = {d.get("class") for d in copy.iter("default")
                     if any(g.get("type") == "mesh" or g.get("mesh") for g in d.findall("geom"))}
     for g in list(copy.iter("geom")):
-        if g.get("mesh") or g.get("type") == "mesh" or (
+        if g.get("mesh") or g.get("hfield") or g.get("type") in ("mesh", "hfield") or (
                 g.get("class") in mesh_classes and g.get("type") in (None, "mesh")):
             g.getparent().remove(g)
     for d in copy.iter("default"):
         for g in d.findall("geom"):
             g.attrib.pop("mesh", None)
-            if g.get("type") == "mesh":
+            g.attrib.pop("hfield", None)
+            if g.get("type") in ("mesh", "hfield"):
                 g.set("type", "sphere")
+    for sk in list(copy.iter("skin")):
+        sk.getparent().remove(sk)
+    return copy
+
+
+def load_mujoco(path: str | Path, root=None):
+    """Compile the model with MuJoCo from its :func:`file_free_copy` (no file is opened).
+
+    Returns:
+        ``(model, stripped)``: the ``mujoco.MjModel`` (or None if MuJoCo refuses the copy)
+        and whether file-backed elements had to be removed.
+    """
+    import mujoco
+    from lxml import etree
+
+    root = read_xml(path, "mujoco") if root is None else root
+    copy = file_free_copy(root)
+    stripped = sum(1 for _ in root.iter()) != sum(1 for _ in copy.iter()) or any(
+        "texture" in m.attrib for m in root.iter("material"))
     try:
-        return mujoco.MjModel.from_xml_string(etree.tostring(copy).decode()), True
-    except Exception:  # noqa: BLE001
-        return None, True
+        return mujoco.MjModel.from_xml_string(etree.tostring(copy).decode()), stripped
+    except Exception:  # noqa: BLE001 - MuJoCo raises ValueError for any load problem
+        return None, stripped
 
 
 # ------------------------------------------------------------------------------ main entry
@@ -576,8 +594,9 @@ def import_mjcf(path: str | Path, *, repair_inertia: bool = False) -> ImportResu
         b.el.find("inertial") is None and b.el.find("geom") is not None for b in bodies)
     mj, stripped = load_mujoco(path, root) if needs_mj else (None, False)
     if stripped:
-        ctx.warnings.append("MuJoCo could not load the model as is (missing asset files); "
-                            "mass properties inferred from a copy without mesh geoms")
+        ctx.warnings.append("mass properties of bodies without <inertial> are inferred by "
+                            "MuJoCo from a copy without file-backed assets (rbc never opens "
+                            "mesh, texture or include files): mesh geoms do not contribute")
 
     meshes = _meshes(ctx, root)
     used_joint_names = {j.name for b in bodies for j in b.joints}
@@ -679,6 +698,12 @@ def _meshes(ctx: _Ctx, root) -> dict[str, tuple[str, list[float] | None]]:
             if name is None or file is None:
                 continue
             out[name] = (str(base / file), _nums(ctx, m, dict(m.attrib), "scale", 3))
+    home = Path(os.path.abspath(ctx.file.parent))
+    outside = sorted({f for f, _ in out.values()
+                      if not Path(os.path.abspath(f)).is_relative_to(home)})
+    if outside:
+        ctx.warnings.append(f"{len(outside)} mesh paths point outside the model's folder (e.g. "
+                            f"{outside[0]}); kept as data in the record, never opened by rbc")
     missing = sorted({f for f, _ in out.values() if not Path(f).is_file()})
     if missing:
         ctx.warnings.append(f"{len(missing)} mesh files not found (e.g. {missing[0]}): "
@@ -1000,6 +1025,10 @@ def _effort_limits(ctx: _Ctx, el, a: dict, gear: float) -> list[float] | None:
         on = (rng is not None and ctx.autolimits) if flag is None else flag
         return rng if on and rng is not None else None
 
+    for key in ("force", "ctrl"):
+        rng = limited(key)
+        if rng is not None and rng[0] > rng[1]:
+            raise ctx.error(el, f"{key}range {rng} is not increasing")
     force = limited("force")
     if force is not None:
         lo, hi = force
@@ -1015,7 +1044,7 @@ def _effort_limits(ctx: _Ctx, el, a: dict, gear: float) -> list[float] | None:
         else:
             return None
         lo, hi = sorted((gain * ctrl[0], gain * ctrl[1]))
-    lo, hi = gear * lo, gear * hi
+    lo, hi = sorted((gear * lo, gear * hi))  # a negative gear flips the range
     return [float(lo), float(hi)] if lo < hi else None
 
 

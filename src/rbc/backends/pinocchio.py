@@ -43,9 +43,6 @@ comment giving the lead (URDF has no screw joint).
 from __future__ import annotations
 
 import math
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,11 +53,11 @@ from lxml import etree
 
 from rbc.errors import CompileError
 from rbc.ir import spatial as sp
-from rbc.ir.atomic import default_mode
 from rbc.ir.joints import joint_kind, pinocchio_placements
 from rbc.ir.record import Joint
 from rbc.model.compiled import CompiledModel, Partition
 from rbc.model.tree import TreeModel, build_tree, tree_joint
+from rbc.safeio import atomic_directory, safe_basename
 
 #: Proximal settings for ``constraintDynamics``: absolute accuracy 1e-13 (well below the
 #: 1e-9 acceptance of δ_a), proximal parameter mu = 1e-9 (makes the redundant revolute row
@@ -277,7 +274,8 @@ def _tree_urdf_joint(robot: etree._Element, kin: CompiledModel, j: Joint, parent
         math.isfinite(x) for x in (j.lower[0], j.upper[0])) else None
     if j.type in ("revolute", "prismatic", "helical"):
         if j.type == "helical":
-            robot.append(etree.Comment(f" {j.name}: helical, lead {kind.lead!r} m/rev "
+            name = j.name.replace("-", "_")  # "--" may not appear in an XML comment
+            robot.append(etree.Comment(f" {name}: helical, lead {kind.lead!r} m/rev "
                                        "(URDF has no screw joint) "))
         jt = "prismatic" if j.type == "prismatic" else ("revolute" if lim else "continuous")
         _urdf_joint(robot, j.name, jt, parent, child, T, kind.axis, lim)
@@ -328,34 +326,32 @@ def constraints_document(kin: CompiledModel, specs: tuple[ConstraintSpec, ...]) 
     }
 
 
-def write_pinocchio(kin: CompiledModel, partition: Partition, out_dir: str | Path) -> Path:
-    """Write ``<name>.urdf`` and ``constraints.yaml`` into ``out_dir`` (created) atomically.
+def urdf_name(kin: CompiledModel) -> str:
+    """File name of the exported URDF: the robot name as a safe basename
+    (:func:`rbc.safeio.safe_basename`; a record named ``../../x`` gives ``x.urdf``)."""
+    return safe_basename(kin.record.name, "robot") + ".urdf"
 
+
+def write_pinocchio(kin: CompiledModel, partition: Partition, out_dir: str | Path) -> Path:
+    """Write ``<name>.urdf`` and ``constraints.yaml`` into ``out_dir`` all-or-nothing.
+
+    The directory is written as a temporary sibling and renamed into place
+    (:func:`rbc.safeio.atomic_directory`): an interrupt leaves the previous export intact,
+    never a mix of two. ``<name>`` is :func:`urdf_name` (never a path from the record).
     Placements in the constraints file are in the *joint* frames of the Pinocchio model
     (``joint1``/``joint2`` ids of :func:`load`'s model).
 
     Raises:
         PinocchioExportError: an unsupported cut joint type; nothing is written then.
+        UsageError: ``out_dir`` exists and is not an rbc output directory.
     """
     pmod = pinocchio_model(kin, partition)
+    urdf = etree.tostring(urdf_tree(kin), pretty_print=True, encoding="unicode")
+    constraints = yaml.safe_dump(constraints_document(kin, pmod.specs), sort_keys=False)
     out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
-    try:
-        urdf = etree.tostring(urdf_tree(kin), pretty_print=True, encoding="unicode")
-        (tmp / f"{kin.record.name}.urdf").write_text(urdf)
-        (tmp / "constraints.yaml").write_text(
-            yaml.safe_dump(constraints_document(kin, pmod.specs), sort_keys=False))
-        os.chmod(tmp, default_mode(directory=True))  # mkdtemp makes 0700
-        if out.exists():
-            for f in tmp.iterdir():
-                os.replace(f, out / f.name)
-            tmp.rmdir()
-        else:
-            os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with atomic_directory(out, "--pinocchio") as tmp:
+        (tmp / urdf_name(kin)).write_text(urdf, encoding="utf-8")
+        (tmp / "constraints.yaml").write_text(constraints, encoding="utf-8")
     return out
 
 

@@ -21,10 +21,10 @@ import numpy as np
 import pinocchio as pin
 import yaml
 
-from rbc.errors import RbcError, did_you_mean
+from rbc.errors import InputError, RbcError, did_you_mean
 from rbc.ir import spatial
-from rbc.ir.atomic import atomic_write_text
 from rbc.ir.schema import inertia_problem
+from rbc.safeio import atomic_write_text, load_yaml, read_bytes, read_text
 
 
 class ModelImportError(RbcError):
@@ -39,13 +39,16 @@ class ModelImportError(RbcError):
     """
 
     def __init__(self, file: str | Path, where: str, problem: str, *,
-                 choices: Sequence[str] | None = None, got: str | None = None) -> None:
+                 choices: Sequence[str] | None = None, got: str | None = None,
+                 expected: str | None = None) -> None:
         self.file = str(file)
         self.where = where
         self.problem = problem
         self.choices = tuple(choices) if choices is not None else None
         self.suggestion = did_you_mean(got, self.choices) if (got and self.choices) else None
         msg = f"{self.file}: {where}: {problem}" if where else f"{self.file}: {problem}"
+        if expected:
+            msg += f"; expected {expected}"
         if self.choices:
             shown = self.choices if len(self.choices) <= 12 else (*self.choices[:12], "…")
             msg += "; valid choices: " + ", ".join(shown)
@@ -160,25 +163,34 @@ def render_record(result: ImportResult) -> str:
     return head + body
 
 
-def write_record(result: ImportResult, output: str | Path) -> str:
+def write_record(result: ImportResult, output: str | Path,
+                 source: str | Path | None = None) -> str:
     """Render, check with the record parser, and write atomically.
 
     Args:
         result: the importer's output.
         output: destination YAML file.
+        source: the imported model, named in errors (default: the output).
 
     Returns:
         The YAML text written.
 
     Raises:
-        RecordError: the generated record is rejected by :func:`rbc.ir.schema.parse_record_text`
-            (e.g. a non-positive-definite inertia in the input model); nothing is written.
+        ModelImportError: the generated record is rejected by
+            :func:`rbc.ir.schema.parse_record_text` (e.g. an absurd magnitude in the input
+            model), naming the input and the record field; nothing is written.
     """
+    from rbc.errors import RecordError
     from rbc.ir.schema import parse_record_text
 
     out = Path(output)
     text = render_record(result)
-    parse_record_text(text, str(out))
+    try:
+        parse_record_text(text, str(out))
+    except RecordError as err:
+        where = f"imported as {err.path}" if err.path else "the imported record"
+        raise ModelImportError(source or out, where, err.problem, expected=err.expected,
+                               choices=err.choices) from None
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out, text)
     return text
@@ -197,15 +209,21 @@ def read_xml(path: str | Path, root_tag: str):
     from lxml import etree
 
     p = Path(path)
-    if not p.is_file():
-        raise ModelImportError(p, "", "file not found")
-    parser = etree.XMLParser(remove_comments=True, resolve_entities=False)
     try:
-        tree = etree.parse(str(p), parser)
+        data = read_bytes(p, "model")
+    except InputError as err:
+        raise ModelImportError(p, "", err.problem, expected=err.expected) from None
+    # no entities, no DTD, no network, no XInclude (never processed), libxml2's default
+    # depth and size limits (huge_tree off): the file is read as plain elements
+    parser = etree.XMLParser(remove_comments=True, resolve_entities=False, load_dtd=False,
+                             no_network=True, huge_tree=False)
+    try:
+        root = etree.fromstring(data, parser)
     except etree.XMLSyntaxError as exc:
         line = exc.position[0] if exc.position else exc.lineno
         raise ModelImportError(p, f"line {line}", f"malformed XML: {exc.msg}") from None
-    root = tree.getroot()
+    if root is None:
+        raise ModelImportError(p, "", "empty XML document")
     if root.tag != root_tag:
         raise ModelImportError(p, f"line {root.sourceline}",
                                f"root element <{root.tag}> is not <{root_tag}>")
@@ -333,7 +351,7 @@ def apply_overlay(result: ImportResult, path: str | Path) -> ImportResult:
     ``couplings``, ``forces``, ``supports``, ``tasks``, ``independent`` (lists appended to the
     imported record's; an ``actuators`` entry named like an imported actuator patches it
     instead), and ``bodies``/``joints`` (lists of ``{name: …, key: value, …}`` patches: each
-    key of an entry of that name is set). It is read with ``yaml.safe_load``;
+    key of an entry of that name is set). It is read with :func:`rbc.safeio.load_yaml`;
     the merged record is checked by the record parser when written (:func:`write_record`).
 
     Raises:
@@ -342,13 +360,11 @@ def apply_overlay(result: ImportResult, path: str | Path) -> ImportResult:
     """
     p = Path(path)
     try:
-        if p.stat().st_size > OVERLAY_MAX_BYTES:
-            raise ModelImportError(p, "", f"the overlay is larger than {OVERLAY_MAX_BYTES} bytes")
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ModelImportError(p, "", "overlay file not found") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        raise ModelImportError(p, "", f"cannot read the overlay: {err}") from None
+        text = read_text(p, "sidecar", limit=OVERLAY_MAX_BYTES)
+    except InputError as err:
+        problem = "overlay file not found" if err.problem == "file not found" else err.problem
+        raise ModelImportError(p, "", problem, expected=err.expected) from None
+    doc = load_yaml(text, p, error=ModelImportError)
     if not isinstance(doc, dict) or doc.get("rbc_overlay") != 1:
         raise ModelImportError(p, "", "an overlay is a mapping starting with `rbc_overlay: 1`")
     record = {k: (list(v) if isinstance(v, list) else v) for k, v in result.record.items()}

@@ -35,11 +35,13 @@ the joint conversions of the Gepetto loader ``completeRobotLoader``). The mappin
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
-import yaml
 
 from rbc.backends.record_writer import (
     ImportResult,
@@ -54,7 +56,9 @@ from rbc.backends.record_writer import (
     se3,
     tensor_from_six,
 )
+from rbc.errors import InputError
 from rbc.ir import spatial
+from rbc.safeio import load_yaml, read_text
 
 _JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 _LOOP_TYPES = {"6d": "fixed", "3d": "spherical"}
@@ -125,14 +129,10 @@ def read_sidecar(path: str | Path) -> dict:
             and ``joint_type``) of different lengths, a joint converted twice.
     """
     p = Path(path)
-    if not p.is_file():
-        raise ModelImportError(p, "", "file not found")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else ""
-        raise ModelImportError(p, where, f"YAML error: {exc}") from None
+        data = load_yaml(read_text(p, "sidecar"), p, error=ModelImportError) or {}
+    except InputError as err:
+        raise ModelImportError(p, "", err.problem, expected=err.expected) from None
     if not isinstance(data, dict):
         raise ModelImportError(p, "", "expected a mapping with keys " + ", ".join(_SIDECAR_KEYS))
     for key in data:
@@ -142,13 +142,16 @@ def read_sidecar(path: str | Path) -> dict:
     loops = data.get("closed_loop") or []
     types = data.get("type") or []
     mots = data.get("name_mot") or []
+    for key, value in (("closed_loop", loops), ("type", types), ("name_mot", mots)):
+        if not isinstance(value, list):
+            raise ModelImportError(p, key, f"expected a list, got {type(value).__name__}")
     if not all(isinstance(x, list) and len(x) == 2 and all(isinstance(n, str) for n in x)
                for x in loops):
         raise ModelImportError(p, "closed_loop", "expected a list of [frame, frame] pairs")
     if len(types) != len(loops):
         raise ModelImportError(p, "type", f"{len(types)} types for {len(loops)} closed loops")
     for i, t in enumerate(types):
-        if t not in _LOOP_TYPES:
+        if not isinstance(t, str) or t not in _LOOP_TYPES:
             raise ModelImportError(p, f"type[{i}]", f"unknown loop type '{t}'",
                                    choices=tuple(_LOOP_TYPES), got=str(t))
     if not all(isinstance(m, str) for m in mots):
@@ -249,7 +252,7 @@ def import_urdf(path: str | Path, loops: str | Path | None = None, *, floating: 
         _convert_joints(Path(loops), side, record_joints, by_joint)
         loop_joints = _loop_joints(Path(loops), side, link_names, by_joint)
         if loop_joints:
-            _closed_initials(file, side, record_joints, warnings)
+            _closed_initials(root, file, side, record_joints, warnings)
         record_joints += loop_joints
         actuators = [_actuator(Path(loops), m, by_joint, file) for m in side["name_mot"]]
         header_loops = f"{len(side['closed_loop'])} from {loops}"
@@ -304,6 +307,9 @@ def _joint_entry(file: Path, j, by_joint, entries: dict, root: str, couplings: l
     lim = j.find("limit")
     if kind in ("revolute", "prismatic") and lim is not None:
         lo, hi = _scalar(file, lim, "lower", 0.0), _scalar(file, lim, "upper", 0.0)
+        if lo > hi:
+            raise ModelImportError(file, _where(lim), f"joint '{name}': limit lower {lo!r} is "
+                                   f"above upper {hi!r}")
         if lo < hi:
             entry["limits"] = {"lower": lo, "upper": hi}
             guess_inside_limits(entry)
@@ -438,7 +444,37 @@ def _transmissions(file: Path, root, by_joint: dict) -> list[dict]:
 LOOP_CLOSURE_TOL = 1e-9
 
 
-def _closed_initials(file: Path, side: dict, joints: list[dict], warnings: list[str]) -> None:
+class _Captured:
+    def __init__(self) -> None:
+        self.data = b""
+
+    def text(self) -> str:
+        return self.data.decode("utf-8", "replace")
+
+
+@contextmanager
+def _captured_stderr() -> Iterator[_Captured]:
+    """Capture what C/C++ libraries write to file descriptor 2 (urdfdom logs parse errors
+    there) instead of letting it reach the terminal."""
+    import os
+    import tempfile
+
+    out = _Captured()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as f:
+        os.dup2(f.fileno(), 2)
+        try:
+            yield out
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            f.seek(0)
+            out.data = f.read(1 << 16)
+
+
+def _closed_initials(root, file: Path, side: dict, joints: list[dict],
+                     warnings: list[str]) -> None:
     """Joint ``initial`` values at which the sidecar's loops close, when one is found.
 
     The URDF's zero configuration leaves such loops open (the Gepetto examples are exported
@@ -451,7 +487,7 @@ def _closed_initials(file: Path, side: dict, joints: list[dict], warnings: list[
     """
     from scipy.optimize import least_squares
 
-    model = _pinocchio_model(file, side["convert"])
+    model = _pinocchio_model(root, file, side["convert"])
     data = model.createData()
     pairs = [(model.getFrameId(a), model.getFrameId(b), t)
              for (a, b), t in zip(side["closed_loop"], side["type"], strict=True)]
@@ -489,17 +525,24 @@ def _closed_initials(file: Path, side: dict, joints: list[dict], warnings: list[
             entry["initial"] = [values[f"{name}_1"], values[f"{name}_2"]]
 
 
-def _pinocchio_model(file: Path, convert: dict[str, str]) -> pin.Model:
+def _pinocchio_model(root, file: Path, convert: dict[str, str]) -> pin.Model:
     """The URDF's Pinocchio model with the sidecar's joint conversions applied (as the
     Gepetto loader builds it): a spherical joint model in place of a ``SPHERICAL`` joint,
     two revolute joints ``name_1`` (about e_A) and ``name_2`` (about e_B, identity placement)
     for ``UJOINT_AB``, and ``FIXED`` joints frozen at zero (``buildReducedModel``). Bodies and
     frames follow their joint; names of unconverted joints and all frames are kept."""
+    from lxml import etree
+
+    # from the tree already read (the file is not opened a second time); urdfdom's console
+    # messages are captured so that they never precede ours
     try:
-        model = pin.buildModelFromUrdf(str(file))
+        with _captured_stderr() as said:
+            model = pin.buildModelFromXML(etree.tostring(root, encoding="unicode"))
     except (ValueError, RuntimeError) as err:  # urdfdom is stricter than the URDF spec
+        lines = [x.strip() for x in said.text().splitlines() if x.strip().startswith("Error")]
+        detail = lines[0].removeprefix("Error:").strip() if lines else str(err)
         raise ModelImportError(file, "", f"Pinocchio's URDF parser (urdfdom), which closes "
-                               f"the loops, refuses the file: {err} (a <limit> without "
+                               f"the loops, refuses the file: {detail} (a <limit> without "
                                "'effort' and 'velocity' is a common cause)") from None
     if not convert:
         return model

@@ -11,7 +11,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from rbc.cli.app import progress_bar
+from rbc.cli.app import number, progress_bar
+
+#: Largest chain of `bench compile` (its record is ~100 MB of YAML; 10 000 is the benchmark).
+MAX_BENCH_LOOPS = 100_000
 
 bench_app = typer.Typer(help="Benchmarks (ratios against a peer in the same process).",
                         no_args_is_help=True)
@@ -21,7 +24,8 @@ bench_app = typer.Typer(help="Benchmarks (ratios against a peer in the same proc
 def bench_compile_command(
     loops: Annotated[str, typer.Option(help="Comma-separated loop counts N.")] =
         "10,100,1000,10000",
-    repeats: Annotated[int, typer.Option(min=1, help="Best of this many runs per N.")] = 3,
+    repeats: Annotated[int, typer.Option(min=1, max=1000,
+                                         help="Best of this many runs per N.")] = 3,
     record: Annotated[Path | None, typer.Option(
         help="Also time `rbc compile RECORD` in a fresh interpreter (wall, start included).")
     ] = None,
@@ -35,8 +39,9 @@ def bench_compile_command(
         sizes = [int(x) for x in loops.split(",") if x.strip()]
     except ValueError as err:
         raise UsageError(f"--loops: expected comma-separated integers, got '{loops}'") from err
-    if not sizes or min(sizes) < 1:
-        raise UsageError(f"--loops: expected positive integers, got '{loops}'")
+    if not sizes or min(sizes) < 1 or max(sizes) > MAX_BENCH_LOOPS:
+        raise UsageError(f"--loops: expected integers from 1 to {MAX_BENCH_LOOPS}, got "
+                         f"'{loops}'")
     with progress_bar() as bar:
         task = bar.add_task("compiling chains", total=len(sizes))
         rows = bench_compile(sizes, repeats, progress=lambda n: bar.advance(task))
@@ -60,7 +65,8 @@ def bench_compile_command(
 @bench_app.command("corrector")
 def bench_corrector_command(
     bundle: Annotated[Path, typer.Argument(help="Bundle written by `rbc compile`.")],
-    steps: Annotated[int, typer.Option(min=1, help="Motion steps (h = 1 ms).")] = 200,
+    steps: Annotated[int, typer.Option(min=1, max=10_000_000,
+                                       help="Motion steps (h = 1 ms).")] = 200,
     partition: Annotated[str | None, typer.Option(help="Stored partition.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
@@ -93,7 +99,7 @@ def bench_corrector_command(
 @bench_app.command("dynamics")
 def bench_dynamics_command(
     bundle: Annotated[Path, typer.Argument(help="Compiled bundle (.h5).")],
-    states: Annotated[int, typer.Option("--states", min=1,
+    states: Annotated[int, typer.Option("--states", min=1, max=10_000_000,
                       help="Distinct states of the batched run.")] = 1000,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
@@ -121,8 +127,10 @@ def bench_simulate_command(
     bundle: Annotated[Path, typer.Argument(help="Bundle written by `rbc compile`.")],
     reference: Annotated[Path, typer.Option(
         help="Reference knots (CSV or YAML) of independent coordinates.")],
-    duration: Annotated[float, typer.Option(help="Simulated time \\[s].")] = 2.0,
-    dt: Annotated[float, typer.Option(help="Physics step and control period \\[s].")] = 1e-3,
+    duration: Annotated[float, typer.Option(callback=number(gt=0),
+                                            help="Simulated time \\[s].")] = 2.0,
+    dt: Annotated[float, typer.Option(callback=number(gt=0),
+                                      help="Physics step and control period \\[s].")] = 1e-3,
     backends: Annotated[str, typer.Option(
         help="Comma-separated backends, run in this order.")] = "reduced,mujoco,pinocchio",
     controller: Annotated[str, typer.Option(help="pd, pd+ff or passive.")] = "pd+ff",

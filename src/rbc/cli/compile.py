@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from rbc.cli.app import app
+from rbc.cli.app import app, number
 from rbc.passes import PASS_NAMES
 
 
@@ -35,8 +35,8 @@ def compile_command(
         "--mode", help="A named support mode NAME=support1,support2,… (kept even when "
         "under-actuated); repeatable.")] = None,
     length_scale: Annotated[float | None, typer.Option(
-        "--length-scale", min=1e-9, help="Length [m] scaling the rank analysis "
-        "(default: median attachment offset of the record).")] = None,
+        "--length-scale", callback=number(gt=0), help="Length [m] scaling the rank "
+        "analysis, > 0 (default: median attachment offset of the record).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     mjcf: Annotated[Path | None, typer.Option(
         "--mjcf", help="Also write a MuJoCo MJCF file (docs/export.md).")] = None,
@@ -49,8 +49,13 @@ def compile_command(
     from rbc.ir.summary import summarize
     from rbc.model.modes import parse_mode_request
     from rbc.passes.rank import parse_partition_request
+    from rbc.safeio import check_outputs, check_replaceable
 
     out = output or Path(record.stem + ".h5")
+    check_outputs({"RECORD": record}, {"-o": out, "--mjcf": mjcf, "--pinocchio": pinocchio},
+                  directories=["--pinocchio"])
+    if pinocchio is not None:
+        check_replaceable(pinocchio, "--pinocchio")
     requests = tuple(parse_partition_request(p) for p in partition or ())
     if modes not in (None, "all"):
         raise UsageError(f"--modes {modes}: valid choices: all (name single modes with --mode)")

@@ -24,14 +24,20 @@ _OVERLAY_HELP = ("YAML overlay of physical facts the model lacks (supports, task
                  "docs/import.md), merged into the imported record.")
 
 
-def _finish(result, output: Path, overlay: Path | None = None) -> None:
+def _guard(output: Path, **inputs: Path | None) -> None:
+    from rbc.safeio import check_outputs
+
+    check_outputs(inputs, {"-o": output})
+
+
+def _finish(result, output: Path, model: Path, overlay: Path | None = None) -> None:
     from rbc.backends.record_writer import apply_overlay, write_record
 
     if overlay is not None:
         result = apply_overlay(result, overlay)
     for w in result.warnings:
         typer.echo(f"warning: {w}", err=True)
-    write_record(result, output)
+    write_record(result, output, model)
     rec = result.record
     typer.echo(f"imported {rec['name']}: {len(rec['bodies'])} bodies, {len(rec['joints'])} "
                f"joints, {len(rec.get('actuators', []))} actuators, "
@@ -48,7 +54,8 @@ def import_mjcf_command(
     """Import an MJCF model: bodies, joints, connect/weld loops, joint couplings, motors."""
     from rbc.backends.mjcf_import import import_mjcf
 
-    _finish(import_mjcf(model, repair_inertia=repair_inertia), output, overlay)
+    _guard(output, MODEL=model, **{"--overlay": overlay})
+    _finish(import_mjcf(model, repair_inertia=repair_inertia), output, model, overlay)
 
 
 @import_app.command("urdf")
@@ -65,5 +72,6 @@ def import_urdf_command(
     """Import a URDF tree, optionally closed by a loops sidecar."""
     from rbc.backends.urdf import import_urdf
 
+    _guard(output, MODEL=model, **{"--loops": loops, "--overlay": overlay})
     _finish(import_urdf(model, loops, floating=floating, repair_inertia=repair_inertia), output,
-            overlay)
+            model, overlay)

@@ -1,13 +1,25 @@
 """Entry point of the ``rbc`` console script.
 
 ``main(argv)`` runs one command and returns its exit status: 0 success, 1 a verification
-check failed, 2 bad input (an :class:`rbc.errors.RbcError` or a command-line usage error),
-with the message on stderr and no traceback.
+check failed, 2 bad input, with the message on stderr and no traceback. It is the one
+top-level handler of user errors:
+
+* :class:`rbc.errors.RbcError` and command-line usage errors: ``error: <message>``;
+* operating-system errors (missing directory, is-a-directory, permission denied,
+  read-only file system, disk full …): ``error: <path>: <reason>``;
+* memory exhaustion: ``error: out of memory …``;
+* an interrupt (Ctrl-C): ``interrupted``, exit status 130 (outputs are all-or-nothing, so
+  nothing half-written is left);
+* Python warnings raised while the command runs (numpy overflow, matplotlib, MuJoCo's
+  warnings, which never go to its ``MUJOCO_LOG.TXT``) are collected and printed after the
+  command's own output or error message, once each, never before it.
 """
 
 from __future__ import annotations
 
+import errno
 import sys
+import warnings
 
 import typer
 
@@ -33,18 +45,64 @@ app.add_typer(policy_app, name="policy")
 app.add_typer(walk_app, name="walk")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the rbc command line on ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+#: Exit status of an interrupted command (128 + SIGINT, the shell convention).
+INTERRUPTED = 130
+
+_OS_REASONS = {errno.ENOSPC: "no space left on device", errno.EROFS: "read-only file system",
+               errno.EDQUOT: "disk quota exceeded"}
+
+
+def os_error_message(err: OSError) -> str:
+    """``<path>: <reason>`` of an operating-system error (the path(s) it names, if any)."""
+    reason = _OS_REASONS.get(err.errno or -1) or err.strerror or str(err)
+    paths = [str(p) for p in (err.filename, err.filename2) if p is not None]
+    return ": ".join([" -> ".join(paths), reason] if paths else [reason])
+
+
+def _run(argv: list[str] | None) -> int:
+    from rbc.safeio import guard_libraries, reset_size_limits
+
+    reset_size_limits()
+    guard_libraries()
     command = typer.main.get_command(app)
     try:
+        # standalone: typer prints usage errors (status 2) itself and turns an interrupt
+        # into status 130; everything else reaches the handlers below
         command.main(args=argv, prog_name="rbc", standalone_mode=True)
-    except SystemExit as done:  # click reports usage errors (status 2) and --help this way
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        return INTERRUPTED
+    except SystemExit as done:
         code = done.code
-        return code if isinstance(code, int) else (0 if code is None else 1)
+        code = code if isinstance(code, int) else (0 if code is None else 1)
+        if code == INTERRUPTED:
+            typer.echo("interrupted", err=True)
+        return code
     except RbcError as err:
         typer.echo(f"error: {err}", err=True)
         return err.exit_code
+    except OSError as err:
+        typer.echo(f"error: {os_error_message(err)}", err=True)
+        return 2
+    except MemoryError:
+        typer.echo("error: out of memory: the input is too large for this machine (see the "
+                   "size limits in docs/cli.md)", err=True)
+        return 2
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the rbc command line on ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        code = _run(argv)
+    seen: set[str] = set()
+    for w in caught:
+        text = f"warning: {w.category.__name__}: {w.message}"
+        if text not in seen:
+            seen.add(text)
+            typer.echo(text, err=True)
+    return code
 
 
 def run() -> None:

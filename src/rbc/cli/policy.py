@@ -36,11 +36,14 @@ def import_(
     )
     from rbc.policy.runner import ACTIVATIONS, PolicyNetwork, save_policy
     from rbc.policy.torchscript import network_from_archive, read_torchscript
+    from rbc.safeio import check_outputs
 
+    check_outputs({"FILE": file, "--config": config}, {"-o": out})
     if activation is not None and activation not in ACTIVATIONS:
         raise UsageError(f"--activation {activation!r}: valid choices: {', '.join(ACTIVATIONS)}")
     net = network_from_archive(read_torchscript(file), activation)
     cfg = config if config is not None else find_deploy_config(file)
+    check_outputs({"FILE": file, "the deploy config": cfg}, {"-o": out})
     contract = None
     if cfg is not None:
         contract = contract_from_deploy_config(cfg)
@@ -82,25 +85,14 @@ def eval_(
     json_out: bool = typer.Option(False, "--json", help="machine-readable summary"),
 ) -> None:
     """Replay a recurrent rollout: reset the state, then apply to each observation in turn."""
-    import numpy as np
+    from rbc.policy.runner import PolicyRunner, load_policy, read_observations
+    from rbc.safeio import check_outputs, save_npz
 
-    from rbc.errors import UsageError
-    from rbc.policy.runner import PolicyRunner, load_policy
-
+    check_outputs({"FILE": file, "--observations": observations}, {"-o": out})
     net = load_policy(file)
-    try:
-        with np.load(observations, allow_pickle=False) as data:
-            if "observations" not in data.files:
-                raise UsageError(f"{observations}: no array 'observations' "
-                                 f"(arrays: {', '.join(data.files) or 'none'})")
-            obs = np.asarray(data["observations"], dtype=np.float64)
-    except (OSError, ValueError) as err:
-        raise UsageError(f"{observations}: cannot read npz: {err}") from None
-    if obs.ndim != 2 or obs.shape[1] != net.n_obs:
-        raise UsageError(f"{observations}: observations: shape {obs.shape}, "
-                         f"expected (T, {net.n_obs})")
+    obs = read_observations(observations, net.n_obs)
     actions = PolicyRunner(net).rollout(obs)
-    np.savez(out, actions=actions)
+    save_npz(out, actions=actions)
     if json_out:
         typer.echo(json.dumps({"file": str(out), "steps": int(actions.shape[0]),
                                "n_act": int(actions.shape[1])}))

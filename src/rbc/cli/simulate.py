@@ -8,20 +8,24 @@ from typing import Annotated
 
 import typer
 
-from rbc.cli.app import app, progress_bar
+from rbc.cli.app import app, number, progress_bar
 
 
-def _pairs(values: list[str] | None, option: str) -> list[tuple[str, float]]:
+def _pairs(values: list[str] | None, option: str, **bounds: float) -> dict[str, float]:
+    """``NAME=VALUE`` options as a dict: each name once, values finite (and in ``bounds``)."""
     from rbc.errors import UsageError
     from rbc.model.solve import parse_assignment
+    from rbc.safeio import check_number, named_values
 
-    out = []
-    for text in values or ():
+    def parse(text: str) -> tuple[str, float]:
         try:
-            out.append(parse_assignment(text))
+            name, value = parse_assignment(text)
         except UsageError as err:
             raise UsageError(str(err).replace("--set", option)) from None
-    return out
+        check_number(f"{option} {name}", value, **bounds)
+        return name, value
+
+    return named_values(values, option, parse)
 
 
 @app.command("simulate")
@@ -33,10 +37,13 @@ def simulate_command(
         help="Reference knots (CSV or YAML) of independent coordinates.")] = None,
     controller: Annotated[str, typer.Option(help="pd, pd+ff or passive.")] = "pd+ff",
     duration: Annotated[float | None, typer.Option(
-        help="Simulated time \\[s] (default: the reference's length).")] = None,
-    dt: Annotated[float, typer.Option(help="Physics step \\[s].")] = 1e-3,
+        callback=number(gt=0), help="Simulated time \\[s] (default: the reference's length)."
+    )] = None,
+    dt: Annotated[float, typer.Option(callback=number(gt=0), help="Physics step \\[s].")
+                  ] = 1e-3,
     control_dt: Annotated[float | None, typer.Option(
-        help="Control period \\[s], a multiple of --dt (default --dt).")] = None,
+        callback=number(gt=0), help="Control period \\[s], a multiple of --dt (default --dt)."
+    )] = None,
     assignments: Annotated[list[str] | None, typer.Option(
         "--set", help="Initial independent coordinate NAME=VALUE [rad or m] (no reference); "
         "repeatable.")] = None,
@@ -47,9 +54,12 @@ def simulate_command(
         "--payload", help="Plant only: point mass BODY=KG at the body's COM; repeatable.")
     ] = None,
     inertia_scale: Annotated[float, typer.Option(
-        help="Plant only: factor on every body's mass and inertia.")] = 1.0,
-    bandwidth: Annotated[float, typer.Option(help="PD natural frequency [Hz].")] = 5.0,
-    zeta: Annotated[float, typer.Option(help="PD damping ratio.")] = 1.0,
+        callback=number(gt=0), help="Plant only: factor on every body's mass and inertia.")
+    ] = 1.0,
+    bandwidth: Annotated[float, typer.Option(callback=number(gt=0),
+                                             help="PD natural frequency [Hz].")] = 5.0,
+    zeta: Annotated[float, typer.Option(callback=number(ge=0), help="PD damping ratio.")
+                    ] = 1.0,
     kp: Annotated[list[str] | None, typer.Option(
         "--kp", help="Override a port's stiffness ACTUATOR=VALUE; repeatable.")] = None,
     kd: Annotated[list[str] | None, typer.Option(
@@ -60,11 +70,14 @@ def simulate_command(
         "exceeds the tolerance) or RK45/DOP853 (scipy, fixed partition, validation).")
     ] = "dopri5",
     rtol: Annotated[float, typer.Option(
+        callback=number(gt=0, lt=1),
         help="Reduced backend: relative local error tolerance per step.")] = 1e-9,
     atol: Annotated[float, typer.Option(
+        callback=number(gt=0),
         help="Reduced backend: absolute local error tolerance per step "
         "\\[rad, m, rad/s, m/s, J].")] = 1e-12,
     reference_dt: Annotated[float, typer.Option(
+        callback=number(gt=0),
         help="Grid spacing \\[s] of the reference lift and feedforward table.")] = 0.01,
     partition: Annotated[str | None, typer.Option(help="Stored partition name.")] = None,
     fix_root: Annotated[bool, typer.Option(
@@ -79,15 +92,21 @@ def simulate_command(
     from rich.console import Console
     from rich.progress import BarColumn, TextColumn, TimeRemainingColumn
 
+    from rbc.safeio import check_outputs, check_replaceable
     from rbc.sim.outputs import write_outputs
     from rbc.sim.run import SimOptions, prepare, simulate
 
+    check_outputs({"BUNDLE": bundle, "--reference": reference}, {"--out": out},
+                  directories=["--out"])
+    if out is not None:
+        check_replaceable(out, "--out")
     opts = SimOptions(
         backend=backend, controller=controller, duration=duration, dt=dt,
         control_dt=control_dt, reference=reference, reference_dt=reference_dt,
-        initial=dict(_pairs(assignments, "--set")), velocity=dict(_pairs(velocity, "--velocity")),
-        payload=tuple(_pairs(payload, "--payload")), inertia_scale=inertia_scale,
-        bandwidth=bandwidth, zeta=zeta, kp=dict(_pairs(kp, "--kp")), kd=dict(_pairs(kd, "--kd")),
+        initial=_pairs(assignments, "--set"), velocity=_pairs(velocity, "--velocity"),
+        payload=tuple(_pairs(payload, "--payload", ge=0).items()),
+        inertia_scale=inertia_scale, bandwidth=bandwidth, zeta=zeta,
+        kp=_pairs(kp, "--kp", ge=0), kd=_pairs(kd, "--kd", ge=0),
         integrator=integrator, rtol=rtol, atol=atol, partition=partition, fix_root=fix_root)
     labels = {"lift": "lifting the reference", "ff": "feedforward table",
               "simulate": f"simulating ({backend})"}

@@ -32,11 +32,18 @@ def solve_command(
 ) -> None:
     """Close the loops with the named independent coordinates prescribed (others keep q_ref,
     or their --guess values)."""
+    from rbc.errors import UsageError
     from rbc.model.compiled import CompiledModel
     from rbc.model.solve import configuration_by_joint, parse_assignment, parse_guess, solve_named
+    from rbc.safeio import named_values
 
-    pairs = dict(parse_assignment(a) for a in assignments or ())
-    guesses = dict(parse_guess(g) for g in guess or ())
+    pairs = named_values(assignments, "--set", parse_assignment)
+    guesses: dict = {}
+    for text in guess or ():
+        name, value = parse_guess(text)
+        if name in guesses:
+            raise UsageError(f"--guess {name}: given twice; give each name once")
+        guesses[name] = value
     model = CompiledModel.from_bundle(bundle)
     result = solve_named(model, partition, pairs, guesses)
     err = Console(stderr=True, highlight=False)

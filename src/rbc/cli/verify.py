@@ -18,8 +18,10 @@ def verify_command(
     bundle: Annotated[Path, typer.Argument(help="Bundle written by `rbc compile`.")],
     json_file: Annotated[Path | None, typer.Option(
         "--json", help="Also write the results as JSON to this file.")] = None,
-    samples: Annotated[int, typer.Option(min=1, help="Sampled configurations.")] = 100,
-    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 20260927,
+    samples: Annotated[int, typer.Option(min=1, max=1_000_000,
+                                         help="Sampled configurations.")] = 100,
+    seed: Annotated[int, typer.Option(min=0, max=2**63 - 1,
+                                      help="Sampling seed (≥ 0).")] = 20260927,
     partition: Annotated[str | None, typer.Option(
         "--partition", help="Stored partition to check (default: `default`).")] = None,
     mode: Annotated[str | None, typer.Option(
@@ -29,7 +31,7 @@ def verify_command(
         "--dynamics", help="Also check the reduced dynamics against the 50-digit KKT, "
         "Pinocchio and Newton–Euler references (docs/dynamics.md).")] = False,
     dynamics_samples: Annotated[int, typer.Option(
-        min=1, help="States per dynamics set (sets A and B).")] = 48,
+        min=1, max=100_000, help="States per dynamics set (sets A and B).")] = 48,
     mjcf: Annotated[Path | None, typer.Option(
         "--mjcf", help="Also read back this MJCF export (export.mjcf.readback).")] = None,
     pinocchio: Annotated[Path | None, typer.Option(
@@ -39,8 +41,11 @@ def verify_command(
     """Check closure, closure Jacobian, lift, curvature and rank against FD references."""
     from rbc.model.compiled import CompiledModel
     from rbc.model.solve import get_partition
+    from rbc.safeio import check_outputs
     from rbc.verify.kinematics import run_kinematic_checks, work_units
 
+    check_outputs({"BUNDLE": bundle, "--mjcf": mjcf, "--pinocchio": pinocchio},
+                  {"--json": json_file})
     model = CompiledModel.from_bundle(bundle)
     if mjcf is not None or pinocchio is not None:
         from rbc.verify.export_readback import check_inputs
@@ -91,11 +96,12 @@ def _verify_modes(bundle: Path, model, mode: str, samples: int, seed: int,
 
 def _finish(bundle: Path, checks: list, json_file: Path | None, what: str) -> None:
     """Write the JSON report, print the table and exit 1 when a check failed."""
+    from rbc.safeio import atomic_write_text
     from rbc.verify.checks import report
 
     doc = report(str(bundle), checks)
     if json_file is not None:
-        json_file.write_text(json.dumps(doc, indent=2) + "\n")
+        atomic_write_text(json_file, json.dumps(doc, indent=2) + "\n")
     t = Table(title=f"rbc verify {bundle} ({what})", title_justify="left")
     modes = any(c.mode is not None for c in checks)
     cols = ((("mode", "left"),) if modes else ()) + (

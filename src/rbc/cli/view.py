@@ -28,14 +28,13 @@ def view_command(
     from rbc.errors import UsageError
     from rbc.ir.atomic import atomic_write_text
     from rbc.model.compiled import CompiledModel
+    from rbc.safeio import check_outputs
     from rbc.view.motion import log_motion, reference_motion
     from rbc.view.page import render_page
     from rbc.view.scene import build_scene
     from rbc.view.serve import make_server, serve_forever
 
-    if save is not None and save.resolve() in {bundle.resolve(),
-                                               *([log.resolve()] if log else [])}:
-        raise UsageError(f"--save {save}: refusing to overwrite an input")
+    check_outputs({"BUNDLE": bundle, "--log": log}, {"--save": save})
     model = CompiledModel.from_bundle(bundle)
     motion = log_motion(model, log) if log is not None else reference_motion(model)
     title = f"{model.record.name} — {log}" if log is not None else model.record.name

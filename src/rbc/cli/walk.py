@@ -14,17 +14,23 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from rbc.cli.app import progress_bar
+from rbc.cli.app import number, progress_bar
 
 
 def _output_dir(out: Path) -> None:
-    """Create ``--out`` as a directory; a path naming an existing file is a usage error."""
-    from rbc.errors import UsageError
+    """Refuse an ``--out`` rbc may not replace (a file, or a non-empty directory it did not
+    write), before anything runs; the directory itself is written at the end, whole
+    (:func:`rbc.safeio.atomic_directory`)."""
+    from rbc.safeio import check_replaceable
 
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out}: exists and is not a directory; give a directory path")
-    out.mkdir(parents=True, exist_ok=True)
+    check_replaceable(out, "--out")
 
+
+#: RK4 step bounds [s, or the model's time unit]: a stride lasts seconds, so 1e-6 is
+#: millions of steps per stride (a smaller step would run for hours); 0.1 is coarser than
+#: any model file's. The stride time limit is at most an hour of simulated time.
+MIN_DT, MAX_DT = 1e-6, 0.1
+MAX_STRIDE_TIME = 3600.0
 
 app = typer.Typer(help="Simulate planar bipeds: passive and feedback-controlled walking.",
                   no_args_is_help=True)
@@ -59,25 +65,29 @@ def run(
     controller: str = typer.Option(
         "passive", "--controller",
         help="passive, fl, adaptive, rise, composite or lbdnn (lbdnn: footed humanoid)"),
-    slope: float | None = typer.Option(None, "--slope", help="slope [rad] (default: model's)"),
-    strides: int = typer.Option(10, "--strides", help="number of strides"),
+    slope: float | None = typer.Option(None, "--slope", callback=number(gt=-1.5, lt=1.5),
+                                        help="slope [rad] (default: model's)"),
+    strides: int = typer.Option(10, "--strides", min=1, max=100_000, help="number of strides"),
     out: Path | None = typer.Option(None, "--out", help="directory for log, PNG and GIF"),
-    dt: float | None = typer.Option(None, "--dt", min=1e-9, help="RK4 step \\[s] (> 0)"),
-    stride_time_limit: float | None = typer.Option(None, "--stride-time-limit", min=1e-9,
-                                                   help=_LIMIT_HELP),
+    dt: float | None = typer.Option(None, "--dt", callback=number(ge=MIN_DT, le=MAX_DT),
+                                    help="RK4 step \\[s] (1e-6 to 0.1)"),
+    stride_time_limit: float | None = typer.Option(
+        None, "--stride-time-limit", callback=number(gt=0, le=MAX_STRIDE_TIME),
+        help=_LIMIT_HELP),
     json_out: bool = typer.Option(False, "--json", help="machine-readable output"),
-    payload: float = typer.Option(0.0, "--payload", help="true plant: payload at the "
-                                  "heaviest link [kg]"),
-    mass_scale: float = typer.Option(1.0, "--mass-scale", help="true plant: mass and "
-                                     "inertia factor"),
+    payload: float = typer.Option(0.0, "--payload", callback=number(ge=0),
+                                  help="true plant: payload at the heaviest link [kg]"),
+    mass_scale: float = typer.Option(1.0, "--mass-scale", callback=number(gt=0),
+                                     help="true plant: mass and inertia factor"),
     effectiveness: str = typer.Option(
         "1", "--effectiveness", help="actuator effectiveness eta: one value, or one per "
         "actuator joined by ':' (e.g. 1:0.9:1:0.9)"),
     bias: str = typer.Option(
         "0", "--bias", help="actuator bias b [N m]: one value, or one per actuator joined by "
         "':' (e.g. 5:-5:5:-5)"),
-    friction: float = typer.Option(0.0, "--friction", help="joint Coulomb friction [N m] "
-                                   "(Stribeck knee, viscous drag)"),
+    friction: float = typer.Option(0.0, "--friction", callback=number(ge=0),
+                                   help="joint Coulomb friction [N m] (Stribeck knee, viscous "
+                                   "drag)"),
     stick_slip: bool = typer.Option(False, "--stick-slip", help="stance foot may slip"),
     ice: list[str] = typer.Option([], "--ice", help="ice patch X0:X1:MU (repeatable)"),
     trip: list[str] = typer.Option([], "--trip", help="swing-foot impulse "
@@ -126,16 +136,19 @@ def run(
     summ = summary(res)
     files = []
     if out is not None:
+        from rbc.safeio import atomic_directory
         from rbc.walkers.evaluation.plots import animation, phase_portrait
         from rbc.walkers.hybrid.registry import model_label
 
         stem = model_label(model)  # from the argument, never from the file's contents
-        files.append(write_log(res, out / f"{stem}_log"))
-        files.append(phase_portrait(res, out / f"{stem}_phase.png", controller=controller))
-        try:
-            files.append(animation(res, out / f"{stem}.gif", controller=controller))
-        except ImportError:
-            _err.print("pillow not installed: no GIF (pip install pillow)")
+        with atomic_directory(out, "--out") as tmp:
+            files.append(write_log(res, tmp / f"{stem}_log"))
+            files.append(phase_portrait(res, tmp / f"{stem}_phase.png", controller=controller))
+            try:
+                files.append(animation(res, tmp / f"{stem}.gif", controller=controller))
+            except ImportError:
+                _err.print("pillow not installed: no GIF (pip install pillow)")
+        files = [str(out / Path(f).name) for f in files]
     if json_out:
         typer.echo(json.dumps(summ))
         return
@@ -159,9 +172,11 @@ def run(
 @app.command()
 def batch(
     model: str = typer.Option("rabbit", "--model", help=_MODEL_HELP),
-    samples: int = typer.Option(100, "--samples", help="Monte Carlo samples"),
-    strides: int = typer.Option(20, "--strides", help="strides per walk"),
-    seed: int = typer.Option(0, "--seed", help="root seed (sample i: SeedSequence child i)"),
+    samples: int = typer.Option(100, "--samples", min=1, max=1_000_000,
+                                help="Monte Carlo samples"),
+    strides: int = typer.Option(20, "--strides", min=1, max=100_000, help="strides per walk"),
+    seed: int = typer.Option(0, "--seed", min=0, max=2**63 - 1,
+                             help="root seed (sample i: SeedSequence child i)"),
     workers: int = typer.Option(2, "--workers", min=1,
                                 help="worker processes of the local Dask cluster (≥ 1; 1: "
                                 "run in this process)"),
@@ -173,8 +188,9 @@ def batch(
                                          "cluster)"),
     out: Path | None = typer.Option(None, "--out", help="directory for summary.json and "
                                     "batch.png"),
-    stride_time_limit: float | None = typer.Option(None, "--stride-time-limit", min=1e-9,
-                                                   help=_LIMIT_HELP),
+    stride_time_limit: float | None = typer.Option(
+        None, "--stride-time-limit", callback=number(gt=0, le=MAX_STRIDE_TIME),
+        help=_LIMIT_HELP),
     json_out: bool = typer.Option(False, "--json", help="machine-readable output"),
 ) -> None:
     """Monte Carlo batch: fall rate, tracking EMA and contraction per controller."""
@@ -192,10 +208,13 @@ def batch(
                          progress=lambda done, total: prog.update(task, completed=done))
     files = []
     if out is not None:
+        from rbc.safeio import atomic_directory
         from rbc.walkers.evaluation.plots import batch_plot
 
-        (out / "summary.json").write_text(json.dumps(summ, indent=1))
-        files = [str(out / "summary.json"), batch_plot(summ, out / "batch.png")]
+        with atomic_directory(out, "--out") as tmp:
+            (tmp / "summary.json").write_text(json.dumps(summ, indent=1))
+            batch_plot(summ, tmp / "batch.png")
+        files = [str(out / "summary.json"), str(out / "batch.png")]
     for f in summ["failures"]:
         typer.echo(f"error: sample {f['sample']}, controller {f['controller']}: "
                    f"{f['error']}", err=True)
@@ -226,10 +245,13 @@ def batch(
 def fixedpoint(
     model: str = typer.Option("compass", "--model", help=_MODEL_HELP),
     controller: str = typer.Option("passive", "--controller", help="passive or fl"),
-    slope: float | None = typer.Option(None, "--slope", help="slope [rad] (default: model's)"),
-    dt: float | None = typer.Option(None, "--dt", min=1e-9, help="RK4 step \\[s] (> 0)"),
-    stride_time_limit: float | None = typer.Option(None, "--stride-time-limit", min=1e-9,
-                                                   help=_LIMIT_HELP),
+    slope: float | None = typer.Option(None, "--slope", callback=number(gt=-1.5, lt=1.5),
+                                        help="slope [rad] (default: model's)"),
+    dt: float | None = typer.Option(None, "--dt", callback=number(ge=MIN_DT, le=MAX_DT),
+                                    help="RK4 step \\[s] (1e-6 to 0.1)"),
+    stride_time_limit: float | None = typer.Option(
+        None, "--stride-time-limit", callback=number(gt=0, le=MAX_STRIDE_TIME),
+        help=_LIMIT_HELP),
     json_out: bool = typer.Option(False, "--json", help="machine-readable output"),
 ) -> None:
     """Find the period-one gait (Newton on the Poincaré map) and its eigenvalues."""

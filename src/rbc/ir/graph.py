@@ -21,6 +21,13 @@ import numpy as np
 from rbc.ir.record import Record
 
 
+def root_edges(record: Record) -> list[tuple[str, str, int]]:
+    """``(name, type, child body)`` of each root edge, in body order: ``"<body>.root"``, a
+    ``fixed`` weld for a fixed body, a ``free`` joint for a floating one."""
+    return [(f"{b.name}.root", "fixed" if b.kind == "fixed" else "free", i)
+            for i, b in enumerate(record.bodies) if b.kind != "ordinary"]
+
+
 def frozen_array(a: np.ndarray) -> np.ndarray:
     """A read-only contiguous copy-or-view of ``a`` (IR arrays are immutable)."""
     a = np.array(a)

@@ -16,9 +16,11 @@ directions (axes) and of quaternions whose norm is already within 1e-6 of 1 — 
 quaternions of `initial` guesses, normalised within 1e-3 of unit norm with a note
 (:attr:`Record.notes`): a guess is not a physical fact.
 
-YAML is read with ``yaml.safe_load`` semantics (the SafeLoader, LibYAML-accelerated when
-available): the document is composed once, its node tree is checked for duplicate mapping
-keys (which ``safe_load`` would silently overwrite), then constructed as plain data.
+YAML is read by :func:`rbc.safeio.load_yaml` (``yaml.safe_load`` semantics, LibYAML-
+accelerated): the document is composed once, its node graph is checked for duplicate mapping
+keys (which ``safe_load`` would silently overwrite), merge keys hiding a field, alias bombs
+and deep nesting, then constructed as plain data. The file itself is read by
+:func:`rbc.safeio.read_text` (a regular file within the ``record`` size limit).
 """
 
 from __future__ import annotations
@@ -32,9 +34,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
-import yaml
 
-from rbc.errors import RecordError
+from rbc.errors import InputError, RecordError
 from rbc.ir.record import (
     COUPLING_TYPES,
     DEFAULT_FRICTION,
@@ -59,6 +60,7 @@ from rbc.ir.record import (
     Task,
     Transmission,
 )
+from rbc.safeio import gc_paused, load_yaml, read_text
 
 __all__ = ["check_record", "check_unit_norms", "guess_quaternion", "parse_record",
            "parse_record_text", "rpy_to_quat"]
@@ -82,6 +84,10 @@ INERTIA_TRIANGLE_RTOL = 1e-12
 # Two universal-joint axes are parallel when |a1 × a2| (unit axes) is below this: a
 # sine of 1e-9 rad is far below any intended design angle.
 PARALLEL_TOL = 1e-9
+# No physical quantity of a robot in SI units comes near this (a 1e12 kg body, a 1e12 m
+# offset); squares of larger values lose all precision against unit terms in float64 and
+# near 1e154 overflow, so they are refused rather than passed to the dynamics.
+MAX_MAGNITUDE = 1e12
 # A planar normal must equal [0, 0, 1] to round-off after normalisation.
 PLANAR_NORMAL_TOL = 1e-12
 
@@ -129,9 +135,20 @@ class _Ctx:
     file: str
     angle: float = 1.0  # rad per record angle unit
     notes: list[str] = field(default_factory=list, compare=False)
+    # body name -> (body, {frame name: pose}): built once per body, so that resolving the
+    # frames of many joints on one body stays linear (not one dict per joint end)
+    frame_maps: dict[str, tuple[Body, dict[str, Pose]]] = field(
+        default_factory=dict, compare=False, repr=False)
 
     def error(self, path: str, problem: str, **kw: Any) -> RecordError:
         return RecordError(self.file, path, problem, **kw)
+
+    def frames_of(self, body: Body) -> dict[str, Pose]:
+        """The named frames of ``body`` as a dict (cached)."""
+        cached = self.frame_maps.get(body.name)
+        if cached is None or cached[0] is not body:
+            cached = self.frame_maps[body.name] = (body, dict(body.frames))
+        return cached[1]
 
 
 def _join(path: str, key: object) -> str:
@@ -228,6 +245,10 @@ def _number(ctx: _Ctx, path: str, value: Any) -> float:
     x = float(value)
     if not math.isfinite(x):
         raise ctx.error(path, f"non-finite number {x!r}", expected="a finite number")
+    if abs(x) > MAX_MAGNITUDE:
+        raise ctx.error(path, f"magnitude {x:g} is beyond {MAX_MAGNITUDE:g}",
+                        expected=f"a value within ±{MAX_MAGNITUDE:g} in SI units (larger ones "
+                        "overflow or lose all precision in the dynamics)")
     return x
 
 
@@ -283,9 +304,16 @@ def _unit(ctx: _Ctx, path: str, value: Any) -> tuple[float, float, float]:
     return tuple(float(c) for c in v / norm)  # type: ignore[return-value]
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
+
+
 def _string(ctx: _Ctx, path: str, value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise ctx.error(path, f"wrong type: got {_describe(value)}", expected="a non-empty string")
+    bad = _CONTROL.search(value)
+    if bad:
+        raise ctx.error(path, f"control character {bad.group()!r} in {value!r}",
+                        expected="printable text (names end up in XML exports and messages)")
     return value
 
 
@@ -303,11 +331,6 @@ def _choice(choices: Sequence[str]) -> Conv[str]:
         return value
 
     return conv
-
-
-def _keys(value: Any) -> list[str]:
-    """The keys of a free-keyed mapping (frames, coupling terms); [] if not a mapping."""
-    return [k for k in value if isinstance(k, str)] if isinstance(value, dict) else []
 
 
 def _items(r: _Reader, key: str) -> list[tuple[str, Any]]:
@@ -454,7 +477,8 @@ def _body(ctx: _Ctx, path: str, value: Any) -> Body:
         )
     frames: dict[str, Pose] = {}
     if r.has("frames"):
-        fr = r.sub("frames", _keys(r.data["frames"]))
+        # any string key names a frame (non-string keys are refused by the reader)
+        fr = _Reader(ctx, r.at("frames"), r.data["frames"], None)
         for key in fr.data:
             frames[key] = _pose(fr.sub(key, POSE_KEYS))
     return Body(
@@ -611,7 +635,7 @@ def _joint(ctx: _Ctx, path: str, value: Any, bodies: Mapping[str, Body]) -> Join
     ends = {}
     for end in ("parent", "child"):
         host = _ref(ctx, r.at(end), r.get(end, _string), bodies, "body")
-        frames = dict(bodies[host].frames)
+        frames = ctx.frames_of(bodies[host])
         ends[end] = host, _pose_field(r, f"{end}_frame", frames, host)
     needs_axis = "axis" in spec.keys
     axis = r.get("axis", _unit) if needs_axis else None
@@ -712,7 +736,8 @@ def _actuator(ctx: _Ctx, path: str, value: Any) -> Actuator:
 
 def _terms(ctx: _Ctx, r: _Reader) -> tuple[tuple[str, float], ...]:
     """The ``terms: {joint: coefficient, ...}`` mapping of a coupling or a tendon port."""
-    terms = r.sub("terms", _keys(r.data["terms"])) if r.has("terms") else None
+    # any string key names a joint (non-string keys are refused by the reader)
+    terms = _Reader(ctx, r.at("terms"), r.data["terms"], None) if r.has("terms") else None
     if terms is None or not terms.data:
         raise ctx.error(
             r.at("terms"), "missing or empty 'terms'", expected="{joint: coefficient, ...}"
@@ -765,7 +790,7 @@ def _placed(
     r = _Reader(ctx, path, value, ("name", "body", *FRAME_REF_KEYS, *extra))
     name = r.get("name", _string)
     body = _ref(ctx, r.at("body"), r.get("body", _string), bodies, "body")
-    return r, name, body, _pose(r, dict(bodies[body].frames), body)
+    return r, name, body, _pose(r, ctx.frames_of(bodies[body]), body)
 
 
 SUPPORT_KEYS = ("kind", "half_extents", "friction", "normal", "radius", "solref")
@@ -1027,53 +1052,10 @@ def _schema_version(ctx: _Ctx, path: str, value: Any) -> int:
     return SCHEMA_VERSION
 
 
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """``yaml.safe_load`` semantics (SafeConstructor: plain data only), LibYAML-accelerated
-    when PyYAML was built with it (pure-Python PyYAML costs ~20 ms per four-bar loop)."""
-
-
-def _check_duplicate_keys(ctx: _Ctx, root: yaml.Node) -> None:
-    """Reject duplicate mapping keys (``safe_load`` keeps the last silently)."""
-    stack: list[tuple[yaml.Node, str]] = [(root, "")]
-    seen_nodes: set[int] = set()
-    while stack:
-        node, path = stack.pop()
-        if id(node) in seen_nodes:
-            continue
-        seen_nodes.add(id(node))
-        if isinstance(node, yaml.MappingNode):
-            keys: set[str] = set()
-            for k, v in node.value:
-                key = str(k.value)
-                if key in keys:
-                    line = k.start_mark.line + 1
-                    raise ctx.error(
-                        path,
-                        f"duplicate key '{key}' (line {line})",
-                        expected="each key once per mapping (names must be unique)",
-                    )
-                keys.add(key)
-                stack.append((v, _join(path, key)))
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(node.value))
-
-
 def _load(ctx: _Ctx, text: str) -> dict:
-    """Compose the YAML once, check keys on the node tree, then construct safe data."""
-    loader = _Loader(text)
-    try:
-        node = loader.get_single_node()
-        if node is not None:
-            _check_duplicate_keys(ctx, node)
-        data = loader.construct_document(node) if node is not None else None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ctx.error("", f"YAML syntax error{where}: {exc.problem or exc}") from None
-    except yaml.YAMLError as exc:
-        raise ctx.error("", f"YAML error: {exc}") from None
-    finally:
-        loader.dispose()
+    """The YAML document as plain data (:func:`rbc.safeio.load_yaml`: duplicate keys,
+    merges hiding a field, alias bombs and deep nesting refused before construction)."""
+    data = load_yaml(text, ctx.file, error=RecordError)
     if data is None:
         raise ctx.error("", "empty record", expected="a YAML mapping starting with 'rbc: 1'")
     if not isinstance(data, dict):
@@ -1100,6 +1082,11 @@ def parse_record_text(text: str, source: str = "<string>") -> Record:
             unknown references, duplicate names, physically invalid values, unrooted bodies,
             or pre-authored compiler output (see docs/records.md).
     """
+    with gc_paused():  # millions of acyclic objects: the collector's passes cost, never free
+        return _parse(text, source)
+
+
+def _parse(text: str, source: str) -> Record:
     ctx = _Ctx(source)
     top = _Reader(ctx, "", _load(ctx, text), TOP_KEYS, FORBIDDEN_TOP)
     top.get("rbc", _schema_version)
@@ -1146,11 +1133,10 @@ def parse_record(path: str | Path) -> Record:
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RecordError(p, "", "file not found", expected="a path to a YAML record") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RecordError(p, "", f"cannot read the file: {exc}") from None
+        text = read_text(p, "record")
+    except InputError as err:
+        raise RecordError(p, "", err.problem, expected=err.expected or "a path to a YAML "
+                          "record") from None
     return parse_record_text(text, str(p))
 
 

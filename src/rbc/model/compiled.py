@@ -19,7 +19,7 @@ import pinocchio as pin
 
 from rbc.errors import BundleError
 from rbc.ir import spatial as sp
-from rbc.ir.bundle import open_bundle, strings
+from rbc.ir.bundle import BundleData, groups_under, read_bundle
 from rbc.ir.graph import frozen_array
 from rbc.ir.joints import JointKind, joint_kind
 from rbc.ir.modules import Modules
@@ -363,75 +363,233 @@ class CompiledModel:
 
     @classmethod
     def from_bundle(cls, path: str | Path) -> CompiledModel:
-        """Load a bundle written by ``rbc compile``.
+        """Load a bundle written by ``rbc compile``, trusting nothing in it.
+
+        :func:`rbc.ir.bundle.read_bundle` checks the file's structure, integrity and value
+        ranges; then the stored structure is checked against the re-parsed record
+        (:func:`check_against_record`) before any of it reaches the numerics.
 
         Raises:
-            BundleError: missing file, not a bundle, other schema version, or a record that
-                no longer parses.
+            BundleError: missing file, not a bundle, other schema version, a corrupted or
+                tampered bundle, or a record that no longer parses.
         """
         from rbc.errors import RecordError
         from rbc.ir.schema import parse_record_text
 
-        with open_bundle(path) as h5:
-            text = h5["record/text"][()]
-            text = text.decode() if isinstance(text, bytes) else str(text)
-            source = str(h5["meta"].attrs["record_source"])
-            try:
-                record = parse_record_text(text, source)
-            except RecordError as err:
-                raise BundleError(f"{path}: the stored record does not parse: {err}") from err
-            ptr = h5["chords/path_ptr"][()]
-            pe, ps = h5["chords/path_edge"][()], h5["chords/path_sign"][()]
-            m = h5["modules"]
+        data = read_bundle(path)
+        source = str(data.attrs.get("/meta", {}).get("record_source", path))
+        try:
+            record = parse_record_text(data.text("/record/text"), source)
+        except RecordError as err:
+            raise BundleError(f"{path}: the stored record does not parse: {err}") from err
+        check_against_record(data, record)
+        ptr = data.array("/chords/path_ptr")
+        pe, ps = data.array("/chords/path_edge"), data.array("/chords/path_sign")
 
-            def groups(name: str) -> list[tuple[int, ...]]:
-                p, flat = m[f"{name}_ptr"][()], m[name][()]
-                return [tuple(int(x) for x in flat[p[i]: p[i + 1]]) for i in range(len(p) - 1)]
+        def groups(name: str) -> list[tuple[int, ...]]:
+            p, flat = data.array(f"/modules/{name}_ptr"), data.array(f"/modules/{name}")
+            return [tuple(int(x) for x in flat[p[i]: p[i + 1]]) for i in range(len(p) - 1)]
 
-            mods = tuple(ModuleInfo(*t) for t in zip(groups("chords"), groups("couplings"),
-                                                     groups("edges"), groups("inputs"),
-                                                     strict=True))
-            c = h5["coordinates"].attrs
-            model = _build(
-                record=record,
-                edge_names=tuple(strings(h5["graph/edge_name"])),
-                edge_types=tuple(strings(h5["graph/edge_type"])),
-                parent=h5["graph/parent"][()],
-                child=h5["graph/child"][()],
-                tree_edges=tuple(int(k) for k in h5["forest/tree_edges"][()]),
-                chord_edges=tuple(int(k) for k in h5["chords/edge"][()]),
-                sign=h5["forest/sign"][()],
-                parent_edge=h5["forest/parent_edge"][()],
-                paths=tuple(tuple((int(pe[i]), int(ps[i])) for i in range(ptr[n], ptr[n + 1]))
-                            for n in range(len(ptr) - 1)),
-                modules=mods,
-                q_offset=h5["coordinates/q_offset"][()],
-                v_offset=h5["coordinates/v_offset"][()],
-                sizes=(int(c["nq"]), int(c["nv"]), int(c["nq_tree"]), int(c["nv_tree"])),
-            )
-            parts = {name: read_partition(grp, name)
-                     for name, grp in h5.get("partitions", {}).items()}
-            modes = {name: ModeInfo(name, tuple(strings(grp["supports"])),
-                                    read_partition(grp, name), grp["anchors"][()],
-                                    int(grp.attrs["tree_rank"]), int(grp.attrs["actuation_rank"]),
-                                    bool(grp.attrs["root_inputs"]))
-                     for name, grp in h5.get("modes", {}).items() if hasattr(grp, "keys")}
+        mods = tuple(ModuleInfo(*t) for t in zip(groups("chords"), groups("couplings"),
+                                                 groups("edges"), groups("inputs"),
+                                                 strict=True))
+        model = _build(
+            record=record,
+            edge_names=tuple(data.strings("/graph/edge_name")),
+            edge_types=tuple(data.strings("/graph/edge_type")),
+            parent=data.array("/graph/parent"),
+            child=data.array("/graph/child"),
+            tree_edges=tuple(int(k) for k in data.array("/forest/tree_edges")),
+            chord_edges=tuple(int(k) for k in data.array("/chords/edge")),
+            sign=data.array("/forest/sign"),
+            parent_edge=data.array("/forest/parent_edge"),
+            paths=tuple(tuple((int(pe[i]), int(ps[i])) for i in range(ptr[n], ptr[n + 1]))
+                        for n in range(len(ptr) - 1)),
+            modules=mods,
+            q_offset=data.array("/coordinates/q_offset"),
+            v_offset=data.array("/coordinates/v_offset"),
+            sizes=tuple(int(data.number("/coordinates", k)) for k in
+                        ("nq", "nv", "nq_tree", "nv_tree")),
+        )
+        parts = {}
+        for name in groups_under(data, "/partitions"):
+            parts[name] = read_partition(data, f"/partitions/{name}", name)
+            check_partition(data, model, parts[name])
+        modes = {}
+        for name in groups_under(data, "/modes"):
+            g = f"/modes/{name}"
+            supports = tuple(data.strings(f"{g}/supports"))
+            part = read_partition(data, g, name)
+            check_partition(data, model, part, nv=int(data.number(g, "nv")),
+                            n_rows=model.n_rows + 6 * len(supports))
+            modes[name] = ModeInfo(name, supports, part, data.array(f"{g}/anchors"),
+                                   int(data.number(g, "tree_rank")),
+                                   int(data.number(g, "actuation_rank")),
+                                   bool(data.attrs[g]["root_inputs"]))
         return replace(model, partitions=parts, modes=modes)
 
 
-def read_partition(grp, name: str) -> Partition:
-    """A :class:`Partition` from its bundle group (``/partitions/<name>`` or
+def read_partition(data: BundleData, group: str, name: str) -> Partition:
+    """A :class:`Partition` from its group of a read bundle (``/partitions/<name>`` or
     ``/modes/<name>``; docs/bundle.md)."""
     return Partition(
         name=name,
-        independent=grp["independent"][()],
-        dependent=grp["dependent"][()],
-        rows=grp["rows"][()],
-        rank=int(grp.attrs["rank"]),
-        length_scale=float(grp.attrs["length_scale"]),
-        q_ref=grp["q_ref"][()],
-        joints=tuple(strings(grp["joints"])),
+        independent=data.array(f"{group}/independent"),
+        dependent=data.array(f"{group}/dependent"),
+        rows=data.array(f"{group}/rows"),
+        rank=int(data.number(group, "rank")),
+        length_scale=float(data.number(group, "length_scale", float)),
+        q_ref=data.array(f"{group}/q_ref"),
+        joints=tuple(data.strings(f"{group}/joints")),
     )
+
+
+def check_against_record(data: BundleData, record: Record) -> None:
+    """The stored structure of a bundle is a valid compilation of its record.
+
+    Checked (each failure names the dataset): the edges are the record's joints then its
+    root edges, with their types, ends and coordinate counts; the tree edges and the cut
+    joints split the edges, the tree is a spanning tree in depth-first order (every body
+    has one parent edge, reached after its parent's) with signs matching its direction;
+    each closure path is a simple chain of tree edges from the cut joint's parent to its
+    child; each module lists its rows and variables truthfully and every cut joint and
+    coupling is in exactly one module; the coordinate offsets tile q and v in tree order,
+    then the cut joints.
+
+    Raises:
+        BundleError: the first inconsistency.
+    """
+    from rbc.ir.graph import root_edges
+    from rbc.ir.record import JOINT_COORDINATES
+
+    B, J = len(record.bodies), len(record.joints)
+    bodies = record.body_index()
+    roots = root_edges(record)
+    names = [j.name for j in record.joints] + [r[0] for r in roots]
+    types = [j.type for j in record.joints] + [r[1] for r in roots]
+    parent = [bodies[j.parent] for j in record.joints] + [B] * len(roots)
+    child = [bodies[j.child] for j in record.joints] + [r[2] for r in roots]
+    E = len(names)
+    if data.strings("/bodies/name") != [b.name for b in record.bodies]:
+        raise data.error("/bodies/name", "differs from the record's bodies")
+    if int(data.number("/graph", "n_joints")) != J:
+        raise data.error("/graph@n_joints", f"differs from the record's {J} joints")
+    for path, want in (("/graph/edge_name", names), ("/graph/edge_type", types)):
+        if data.strings(path) != want:
+            raise data.error(path, "differs from the record's joints and root edges")
+    for path, want in (("/graph/parent", parent), ("/graph/child", child),
+                       ("/graph/nq", [JOINT_COORDINATES[t][0] for t in types]),
+                       ("/graph/nv", [JOINT_COORDINATES[t][1] for t in types])):
+        if data.array(path).tolist() != want:
+            raise data.error(path, "differs from the record's joints and root edges")
+    nq_e = np.array([JOINT_COORDINATES[t][0] for t in types], dtype=np.int64)
+    nv_e = np.array([JOINT_COORDINATES[t][1] for t in types], dtype=np.int64)
+
+    tree = data.array("/forest/tree_edges").tolist()
+    chords = data.array("/chords/edge").tolist()
+    if data.array("/forest/chords").tolist() != sorted(chords) or sorted(tree + chords) != \
+            list(range(E)):
+        raise data.error("/forest/tree_edges", "the tree edges and cut joints do not split "
+                         "the edges")
+    if len(tree) != B:
+        raise data.error("/forest/tree_edges", f"{len(tree)} tree edges for {B} bodies")
+    sign = data.array("/forest/sign")
+    pedge = data.array("/forest/parent_edge")
+    if sign[chords].any() or not np.all(np.abs(sign[tree]) == 1) or pedge[B] != -1:
+        raise data.error("/forest/sign", "signs do not mark the tree edges")
+    position = {k: i for i, k in enumerate(tree)}
+    for v in range(B):
+        k = int(pedge[v])
+        if k not in position:
+            raise data.error("/forest/parent_edge", f"body {v} has no tree edge as parent")
+        up, down = (parent[k], child[k]) if sign[k] > 0 else (child[k], parent[k])
+        if down != v:
+            raise data.error("/forest/parent_edge", f"edge {k} does not end at body {v}")
+        if up != B and position[int(pedge[up])] >= position[k]:
+            raise data.error("/forest/tree_edges", "not in depth-first order (a parent edge "
+                             "after its child)")
+
+    ptr = data.array("/chords/path_ptr")
+    pe, ps = data.array("/chords/path_edge"), data.array("/chords/path_sign")
+    for i, e in enumerate(chords):
+        x, visited = parent[e], {parent[e]}
+        for f in range(int(ptr[i]), int(ptr[i + 1])):
+            k, sg = int(pe[f]), int(ps[f])
+            if k not in position or sg not in (-1, 1):
+                raise data.error("/chords/path_edge", f"path {i}: factor {k} is not a tree edge")
+            a, b = (parent[k], child[k]) if sg > 0 else (child[k], parent[k])
+            if a != x or b in visited:
+                raise data.error("/chords/path_edge", f"path {i}: factor {k} does not continue "
+                                 "a simple chain")
+            x = b
+            visited.add(b)
+        if x != child[e]:
+            raise data.error("/chords/path_edge", f"path {i} does not end at the cut joint's "
+                             "child")
+
+    def csr(name: str) -> list[list[int]]:
+        p, flat = data.array(f"/modules/{name}_ptr"), data.array(f"/modules/{name}")
+        return [flat[p[m]: p[m + 1]].tolist() for m in range(len(p) - 1)]
+
+    m_chords, m_couplings, m_edges = csr("chords"), csr("couplings"), csr("edges")
+    if sorted(c for m in m_chords for c in m) != list(range(len(chords))) or sorted(
+            c for m in m_couplings for c in m) != list(range(len(record.couplings))):
+        raise data.error("/modules/chords", "every cut joint and coupling must be in exactly "
+                         "one module")
+    rows = data.array("/modules/rows").tolist()
+    variables = data.array("/modules/variables").tolist()
+    for m in range(len(m_chords)):
+        if rows[m] != 6 * len(m_chords[m]) + len(m_couplings[m]) or variables[m] != int(
+                nv_e[m_edges[m]].sum()):
+            raise data.error("/modules/rows", f"module {m} misstates its rows or variables")
+
+    q_off, v_off = np.zeros(E, dtype=np.int64), np.zeros(E, dtype=np.int64)
+    nq = nv = 0
+    for k in tree + chords:
+        q_off[k], v_off[k] = nq, nv
+        nq, nv = nq + nq_e[k], nv + nv_e[k]
+    sizes = {"nq": nq, "nv": nv, "nq_tree": int(nq_e[tree].sum()),
+             "nv_tree": int(nv_e[tree].sum())}
+    for key, want in sizes.items():
+        if int(data.number("/coordinates", key)) != want:
+            raise data.error(f"/coordinates@{key}", f"differs from the edges' coordinates "
+                             f"({want})")
+    for path, want in (("/coordinates/q_offset", q_off), ("/coordinates/v_offset", v_off)):
+        if not np.array_equal(data.array(path), want):
+            raise data.error(path, "the offsets do not tile the coordinates in tree order")
+
+
+def check_partition(data: BundleData, model: CompiledModel, part: Partition,
+                    nv: int | None = None, n_rows: int | None = None) -> None:
+    """A stored partition is an independent/dependent split of v with a row selector of
+    the closure Jacobian's rows, of consistent rank, naming its independent joints.
+
+    Args:
+        nv, n_rows: the sizes of the partition's model when it is not ``model`` (a support
+            mode's model appends one 6-row cut joint per support; its joints are then not
+            checked by name).
+
+    Raises:
+        BundleError: naming the partition's dataset.
+    """
+    mode = nv is not None
+    g = f"/{'modes' if mode else 'partitions'}/{part.name}"
+    nv = model.nv if nv is None else nv
+    n_rows = model.n_rows if n_rows is None else n_rows
+    both = np.concatenate([part.independent, part.dependent])
+    if np.unique(both).size != both.size or both.size != nv:
+        raise data.error(f"{g}/independent", "independent and dependent speeds must split "
+                         f"the {nv} speeds")
+    if part.rank != part.dependent.size or part.rows.size != part.rank or np.unique(
+            part.rows).size != part.rows.size or (part.rows.size and (
+            part.rows.min() < 0 or part.rows.max() >= n_rows)):
+        raise data.error(f"{g}/rows", f"{part.rows.size} distinct rows in 0..{n_rows - 1} and "
+                         f"@rank {part.rank} must equal the {part.dependent.size} dependent "
+                         "speeds")
+    owners = {model.edge_names[int(model.v_edge[i])] for i in part.independent} if not mode \
+        else set(part.joints)
+    if set(part.joints) != owners:
+        raise data.error(f"{g}/joints", "does not name the joints of the independent speeds")
 
 
 def root_joint(name: str, etype: str) -> Joint:

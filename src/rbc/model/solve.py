@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from rbc.errors import RbcError, UsageError
+from rbc.errors import BundleError, RbcError, UsageError
 from rbc.model.closure import (
     CLOSURE_TOL,
     JUMP_RATIO,
@@ -98,23 +98,37 @@ class SolveResult:
     events: tuple[dict, ...] = ()
 
 
+#: A stored ``q_ref`` must close to this (the compiler stores it at ≤ CLOSURE_TOL = 1e-13;
+#: the slack absorbs another Pinocchio build's round-off, far below any real defect).
+STORED_Q_REF_TOL = 1e-9
+
+
 def get_partition(model: CompiledModel, name: str | None) -> Partition:
-    """The stored partition ``name`` (None → ``default``, else the first stored one).
+    """The stored partition ``name`` (None → ``default``, else the first stored one),
+    after checking that its reference configuration closes.
 
     Raises:
         SolveError: no such partition (lists the stored ones).
+        BundleError: its ``q_ref`` does not close (a corrupted or tampered bundle).
     """
     names = list(model.partitions)
     if not names:
         raise SolveError("the bundle stores no partition (a mechanism without loops?)")
     if name is None:
-        return model.partitions.get("default", model.partitions[names[0]])
-    if name not in model.partitions:
+        part = model.partitions.get("default", model.partitions[names[0]])
+    elif name not in model.partitions:
         close = difflib.get_close_matches(name, names, n=1)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
         raise SolveError(f"unknown partition '{name}'{hint}; stored partitions: "
                          f"{', '.join(names)}")
-    return model.partitions[name]
+    else:
+        part = model.partitions[name]
+    gap = float(np.abs(residual(model, part.q_ref)).max(initial=0.0))
+    if not gap <= STORED_Q_REF_TOL:
+        raise BundleError(f"partition '{part.name}': the stored reference configuration does "
+                          f"not close (‖ρ‖∞ = {gap:.3g} > {STORED_Q_REF_TOL:g}); a corrupted or "
+                          "tampered bundle — recompile the record")
+    return part
 
 
 def prescribable(model: CompiledModel, j: int) -> bool:

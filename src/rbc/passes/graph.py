@@ -14,7 +14,7 @@ from typing import ClassVar
 import numpy as np
 
 from rbc.errors import CompileError
-from rbc.ir.graph import Multigraph
+from rbc.ir.graph import Multigraph, root_edges
 from rbc.ir.record import JOINT_COORDINATES, Record
 from rbc.ir.unionfind import UnionFind
 from rbc.passes.base import check
@@ -43,11 +43,9 @@ class BuildGraph:
         child = [bodies[j.child] for j in record.joints]
         keep = [j.name in kept for j in record.joints]
         prefer = [j.cut_prefer for j in record.joints]
-        for i, body in enumerate(record.bodies):
-            if body.kind == "ordinary":
-                continue
-            names.append(f"{body.name}.root")
-            types.append("fixed" if body.kind == "fixed" else "free")
+        for name, kind, i in root_edges(record):
+            names.append(name)
+            types.append(kind)
             parent.append(B)
             child.append(i)
             keep.append(True)

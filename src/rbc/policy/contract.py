@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from rbc.errors import RecordError
+from rbc.errors import InputError, RecordError
+from rbc.safeio import load_yaml, read_text
 
 PHASE_PERIOD = 0.8  # [s] deploy_mujoco.py / deploy_real.py: `period = 0.8`
 
@@ -61,14 +62,11 @@ def find_deploy_config(policy_file: str | Path) -> Path | None:
 
 
 def _read_yaml(path: Path) -> dict:
-    import yaml
-
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ContractError(path, "", f"cannot read: {err.strerror or err}") from None
-    except yaml.YAMLError as err:
-        raise ContractError(path, "", f"invalid YAML: {err}") from None
+        text = read_text(path, "config")
+    except InputError as err:
+        raise ContractError(path, "", err.problem, expected=err.expected) from None
+    data = load_yaml(text, path, error=ContractError)
     if not isinstance(data, dict):
         raise ContractError(path, "", "top level is not a mapping")
     return data

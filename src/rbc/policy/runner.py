@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from rbc.errors import RecordError
+from rbc.errors import InputError, RecordError
+from rbc.safeio import atomic_write_text, load_json, load_npz, read_text
 
 FORMAT = "rbc-policy"
 VERSION = 1
@@ -404,20 +405,43 @@ def load_policy(path: str | Path) -> PolicyNetwork:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise PolicyFormatError(path, "", f"cannot read: {err.strerror or err}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise PolicyFormatError(path, "", f"invalid JSON at line {err.lineno} column "
-                                          f"{err.colno}: {err.msg}") from None
+        text = read_text(path, "policy")
+    except InputError as err:
+        raise PolicyFormatError(path, "", err.problem, expected=err.expected) from None
+    data = load_json(text, path, error=PolicyFormatError)
     return policy_from_dict(data, str(path))
 
 
+def read_observations(path: str | Path, n_obs: int) -> np.ndarray:
+    """The ``observations`` array (T, n_obs) of an npz file, as float64.
+
+    Raises:
+        InputError: unreadable or not an npz (:func:`rbc.safeio.load_npz`), no
+            ``observations`` array, a wrong shape, or non-finite values (a NaN observation
+            would silently poison the recurrent state and every later action).
+    """
+    arrays = load_npz(path, "observations")
+    if "observations" not in arrays:
+        raise InputError(path, "", "no array 'observations' (arrays: "
+                         f"{', '.join(arrays) or 'none'})")
+    obs = arrays["observations"]
+    if obs.ndim != 2 or obs.shape[1] != n_obs:
+        raise InputError(path, "observations", f"shape {obs.shape}, expected (T, {n_obs})")
+    if obs.dtype.kind not in "biuf":
+        raise InputError(path, "observations", f"dtype {obs.dtype}, expected real numbers")
+    obs = np.asarray(obs, dtype=np.float64)
+    bad = np.argwhere(~np.isfinite(obs))
+    if bad.size:
+        t, i = (int(x) for x in bad[0])
+        raise InputError(path, f"observations[{t}, {i}]", f"non-finite value {float(obs[t, i])!r} "
+                         f"({len(bad)} in all)", expected="finite observations")
+    return obs
+
+
 def save_policy(net: PolicyNetwork, path: str | Path, decimals: int = DECIMALS) -> Path:
-    """Write ``net`` as policy JSON (weights rounded to ``decimals``); return the path."""
+    """Write ``net`` as policy JSON (weights rounded to ``decimals``) atomically; return the
+    path."""
     path = Path(path)
     doc = policy_to_dict(net, decimals)
-    path.write_text(json.dumps(doc, separators=(",", ":")) + "\n", encoding="utf-8")
+    atomic_write_text(path, json.dumps(doc, separators=(",", ":"), allow_nan=False) + "\n")
     return path

@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import hashlib
 import io
+import math
 import pickle
 import re
 import zipfile
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,7 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from rbc.errors import RbcError
+from rbc.errors import InputError, RbcError
+from rbc.safeio import MAX_DEPTH, check_zip, read_bytes
 
 MAX_PICKLE_BYTES = 64 << 20  # data.pkl of a policy is ~1 kB; refuse pathological archives
 MAX_STORAGE_BYTES = 1 << 30  # one storage; a policy's largest is ~100 kB
@@ -157,6 +160,10 @@ def _rebuild_tensor(storage: Any, offset: Any, size: Any, stride: Any, requires_
             raise pickle.UnpicklingError(
                 f"tensor of size {size} stride {stride} offset {offset} overruns storage "
                 f"{storage.key} of {flat.size} elements")
+        if math.prod(size) > flat.size:  # overlapping strides would let a tiny storage expand
+            raise pickle.UnpicklingError(
+                f"tensor of size {size} has more elements than its storage {storage.key} "
+                f"({flat.size}); overlapping (expanded) tensors are not supported")
         index = offset + sum(np.arange(n).reshape((-1,) + (1,) * (len(size) - 1 - d)) * s
                              for d, (n, s) in enumerate(zip(size, stride, strict=True)))
         out = flat[np.asarray(index, dtype=np.int64)]
@@ -277,24 +284,63 @@ class TorchArchive:
 
 def _flatten(obj: Any, prefix: str, tensors: dict, classes: dict, seen: set) -> None:
     """Collect tensors and module classes under dotted names (lists are not followed: they
-    only repeat tensors, e.g. LSTM ``_flat_weights``)."""
-    if id(obj) in seen:
-        return
-    if isinstance(obj, TorchModuleRecord):
-        seen.add(id(obj))
-        classes[prefix] = obj.torch_class
-        items = obj.attrs.items()
-    elif isinstance(obj, dict):
-        seen.add(id(obj))
-        items = obj.items()
-    else:
-        return
-    for key, value in items:
-        name = f"{prefix}.{key}" if prefix else str(key)
-        if isinstance(value, np.ndarray):
-            tensors[name] = value
+    only repeat tensors, e.g. LSTM ``_flat_weights``). Iterative, in document order, and
+    refusing nesting deeper than :data:`rbc.safeio.MAX_DEPTH` (a recursion bomb)."""
+    stack: list[tuple[Any, str, int]] = [(obj, prefix, 0)]
+    while stack:
+        node, name, depth = stack.pop()
+        if id(node) in seen:
+            continue
+        if isinstance(node, TorchModuleRecord):
+            seen.add(id(node))
+            classes[name] = node.torch_class
+            items = node.attrs.items()
+        elif isinstance(node, dict):
+            seen.add(id(node))
+            items = node.items()
         else:
-            _flatten(value, name, tensors, classes, seen)
+            continue
+        if depth > MAX_DEPTH:
+            raise pickle.UnpicklingError(f"module records nested deeper than {MAX_DEPTH}")
+        later = []
+        for key, value in items:
+            sub = f"{name}.{key}" if name else str(key)
+            if isinstance(value, np.ndarray):
+                tensors[sub] = value
+            else:
+                later.append((value, sub, depth + 1))
+        stack.extend(reversed(later))
+
+
+def _read_archive(archive: zipfile.ZipFile, file: str) -> tuple[Any, dict[str, str], str, str]:
+    """The unpickled root, the code members, the folder prefix and the data.pkl name."""
+    with archive:
+        check_zip(archive, file, "policy")
+        pkls = [n for n in archive.namelist() if re.fullmatch(r"[^/]+/data\.pkl", n)]
+        if len(pkls) != 1:
+            raise TorchScriptError(file, "", f"expected one '<folder>/data.pkl', found {pkls}")
+        prefix = pkls[0][: -len("data.pkl")]
+        order = prefix + "byteorder"
+        if order in archive.namelist() and archive.read(order).strip() != b"little":
+            raise TorchScriptError(file, order, "only little-endian archives are supported")
+        info = archive.getinfo(pkls[0])
+        if info.file_size > MAX_PICKLE_BYTES:
+            raise TorchScriptError(file, pkls[0], f"{info.file_size} bytes is too large")
+        unpickler = _RestrictedUnpickler(archive.read(pkls[0]), archive, prefix, file)
+        try:
+            root = unpickler.load()
+        except TorchScriptError:
+            raise
+        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError,
+                IndexError, KeyError, OverflowError, zipfile.BadZipFile) as err:
+            raise TorchScriptError(file, pkls[0], f"malformed tensor pickle: {err}") from None
+        except RecursionError:
+            raise TorchScriptError(file, pkls[0], "tensor pickle nested too deeply") from None
+        code = {}
+        for name in archive.namelist():
+            if name.startswith(prefix + "code/") and name.endswith(".py"):
+                code[name[len(prefix):]] = archive.read(name).decode("utf-8", "replace")
+    return root, code, prefix, pkls[0]
 
 
 def read_torchscript(path: str | Path) -> TorchArchive:
@@ -313,40 +359,25 @@ def read_torchscript(path: str | Path) -> TorchArchive:
     path = Path(path)
     file = str(path)
     try:
-        raw = path.read_bytes()
-    except OSError as err:
-        raise TorchScriptError(file, "", f"cannot read: {err.strerror or err}") from None
+        raw = read_bytes(path, "policy")
+    except InputError as err:
+        raise TorchScriptError(file, "", err.problem + (f"; expected {err.expected}"
+                                                        if err.expected else "")) from None
     try:
         archive = zipfile.ZipFile(io.BytesIO(raw))
-    except zipfile.BadZipFile:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError):
         raise TorchScriptError(file, "", "not a zip archive (TorchScript and torch.save "
                                "archives are zips; legacy pickles are not read)") from None
-    with archive:
-        pkls = [n for n in archive.namelist() if re.fullmatch(r"[^/]+/data\.pkl", n)]
-        if len(pkls) != 1:
-            raise TorchScriptError(file, "", f"expected one '<folder>/data.pkl', found {pkls}")
-        prefix = pkls[0][: -len("data.pkl")]
-        order = prefix + "byteorder"
-        if order in archive.namelist() and archive.read(order).strip() != b"little":
-            raise TorchScriptError(file, order, "only little-endian archives are supported")
-        info = archive.getinfo(pkls[0])
-        if info.file_size > MAX_PICKLE_BYTES:
-            raise TorchScriptError(file, pkls[0], f"{info.file_size} bytes is too large")
-        unpickler = _RestrictedUnpickler(archive.read(pkls[0]), archive, prefix, file)
-        try:
-            root = unpickler.load()
-        except TorchScriptError:
-            raise
-        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError,
-                IndexError, KeyError) as err:
-            raise TorchScriptError(file, pkls[0], f"malformed tensor pickle: {err}") from None
-        code = {}
-        for name in archive.namelist():
-            if name.startswith(prefix + "code/") and name.endswith(".py"):
-                code[name[len(prefix):]] = archive.read(name).decode("utf-8", "replace")
+    try:
+        root, code, prefix, pkl = _read_archive(archive, file)
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as err:
+        raise TorchScriptError(file, "", f"corrupt archive: {err}") from None
     tensors: dict[str, np.ndarray] = {}
     classes: dict[str, str] = {}
-    _flatten(root, "", tensors, classes, set())
+    try:
+        _flatten(root, "", tensors, classes, set())
+    except pickle.UnpicklingError as err:
+        raise TorchScriptError(file, pkl, f"malformed tensor pickle: {err}") from None
     return TorchArchive(file, hashlib.sha256(raw).hexdigest(), root, tensors, classes, code)
 
 
@@ -422,7 +453,12 @@ def network_from_archive(archive: TorchArchive, activation: str | None = None):
             if name + ".bias" not in f64:
                 raise TorchScriptError(file, name + ".bias",
                                        "bias-free Linear layers are not supported")
-            layers.append([name, f64[name + ".weight"], f64[name + ".bias"], "identity", 1.0])
+            w, b = f64[name + ".weight"], f64[name + ".bias"]
+            if w.ndim != 2 or b.ndim != 1:
+                raise TorchScriptError(file, name + ".weight", f"shape {w.shape} (bias "
+                                       f"{b.shape}) is not a matrix and a vector")
+            _finite(file, name, w, b)
+            layers.append([name, w, b, "identity", 1.0])
         elif short in _ACTIVATION_CLASSES:
             if not layers or layers[-1][3] != "identity":
                 raise TorchScriptError(file, name,
@@ -434,6 +470,8 @@ def network_from_archive(archive: TorchArchive, activation: str | None = None):
                     layers[-1][4] = float(alpha) if alpha is not None else 1.0
                 except ValueError:
                     raise TorchScriptError(file, name, f"unreadable ELU alpha {alpha!r}") from None
+                if not np.isfinite(layers[-1][4]):
+                    raise TorchScriptError(file, name, f"non-finite ELU alpha {alpha!r}")
         else:
             raise TorchScriptError(file, name, f"unsupported module {cls or '?'}; supported: "
                                    "Linear, " + ", ".join(_ACTIVATION_CLASSES))
@@ -487,4 +525,12 @@ def _lstm_block(file: str, f64: dict[str, np.ndarray], p: str, block_type: type)
             or block.bias_hh.shape != (H4,)):
         raise TorchScriptError(file, p + "weight_ih_l0",
                                "LSTM tensor shapes are inconsistent (expected 4H rows)")
+    _finite(file, p.rstrip("."), block.weight_ih, block.weight_hh, block.bias_ih,
+            block.bias_hh)
     return block
+
+
+def _finite(file: str, name: str, *arrays: np.ndarray) -> None:
+    """Refuse NaN or infinite weights (they would poison every action silently)."""
+    if not all(np.all(np.isfinite(a)) for a in arrays):
+        raise TorchScriptError(file, name, "non-finite weights (NaN or inf)")

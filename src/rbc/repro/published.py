@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import resources
 
-import yaml
+from rbc.safeio import load_yaml
 
 COMPARE = ("ratio", "difference")
 
@@ -61,7 +61,7 @@ def parse_published(text: str, target: str, where: str = "<string>") -> tuple[Pu
         ValueError: a malformed table — a bug in the repository's data: another target, a
             missing field, an unknown ``compare``, a non-numeric ``paper``, a repeated key.
     """
-    doc = yaml.safe_load(text)
+    doc = load_yaml(text, where)
     if not isinstance(doc, dict) or doc.get("target") != target:
         raise ValueError(f"{where}: expected a mapping with `target: {target}`")
     out, seen = [], set()

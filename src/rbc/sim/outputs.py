@@ -35,22 +35,28 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from rbc.safeio import atomic_directory
 from rbc.sim.run import SimResult
 
 
 def write_outputs(result: SimResult, out_dir: str | Path) -> list[Path]:
-    """Write ``log.h5``, ``summary.json`` and the plots into ``out_dir``; returns the paths."""
+    """Write ``log.h5``, ``summary.json`` and the plots into ``out_dir`` all-or-nothing
+    (:func:`rbc.safeio.atomic_directory`: a temporary sibling swapped in whole, so an
+    interrupt leaves the previous run's outputs); returns the final paths.
+
+    Raises:
+        UsageError: ``out_dir`` exists and is not an rbc output directory.
+    """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    log = out / "log.h5"
-    with h5py.File(log, "w") as h5:
-        for key, value in result.log.items():
-            h5.create_dataset(key, data=value)
-        for key, value in result.attrs.items():
-            h5.attrs[key] = value
-    summary = out / "summary.json"
-    summary.write_text(json.dumps(result.summary, indent=2) + "\n")
-    return [log, summary, *plot(result, out)]
+    with atomic_directory(out, "--out") as tmp:
+        with h5py.File(tmp / "log.h5", "w") as h5:
+            for key, value in result.log.items():
+                h5.create_dataset(key, data=value)
+            for key, value in result.attrs.items():
+                h5.attrs[key] = value
+        (tmp / "summary.json").write_text(json.dumps(result.summary, indent=2) + "\n")
+        names = ["log.h5", "summary.json", *(p.name for p in plot(result, tmp))]
+    return [out / n for n in names]
 
 
 def plot(result: SimResult, out: Path) -> list[Path]:

@@ -27,11 +27,11 @@ polynomials through the sampled values and rates (error O(h_ref⁴)).
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import yaml
 from scipy.interpolate import CubicSpline
 
 from rbc.errors import RbcError
@@ -41,6 +41,7 @@ from rbc.model.dynamics import DynamicsData, DynamicsModel
 from rbc.model.interfaces import ports, task_map
 from rbc.model.partition import curvature
 from rbc.model.solve import SolveError, independent_values, rate_is_speed, resolve_targets
+from rbc.safeio import load_yaml, read_text
 from rbc.sim.manifold import LiftedCloser
 
 #: Spacing [s] of the limit check of the splined reference (a cubic's overshoot between
@@ -91,29 +92,41 @@ def load_knots(path: str | Path) -> Knots:
         ReferenceError: missing file, unknown extension, malformed content.
     """
     p = Path(path)
-    if not p.is_file():
-        raise ReferenceError(f"{p}: no such reference file")
+    suffix = p.suffix.lower()
+    if suffix not in (".csv", ".yaml", ".yml"):
+        raise ReferenceError(f"{p}: unknown reference format '{p.suffix}'; valid: .csv, .yaml")
+    text = read_text(p, "reference")
     try:
-        if p.suffix.lower() == ".csv":
-            with p.open(newline="", encoding="utf-8") as f:
-                rows = [r for r in csv.reader(f) if r and not r[0].lstrip().startswith("#")]
+        if suffix == ".csv":
+            rows = [r for r in csv.reader(io.StringIO(text, newline=""))
+                    if r and not r[0].lstrip().startswith("#")]
+            if not rows:
+                raise ReferenceError(f"{p}: empty CSV; expected a header `time,NAME,…` and "
+                                     "knot rows")
             head = [h.strip() for h in rows[0]]
             if head[0] != "time":
                 raise ReferenceError(f"{p}: the first CSV column must be `time`, got "
                                      f"'{head[0]}'")
+            for i, r in enumerate(rows[1:], start=2):
+                if len(r) != len(head):
+                    raise ReferenceError(f"{p}: row {i} has {len(r)} values, the header "
+                                         f"{len(head)}")
             data = np.array([[float(x) for x in r] for r in rows[1:]], dtype=float)
             return _check_knots(head[1:], data[:, 0], data[:, 1:], str(p))
-        if p.suffix.lower() in (".yaml", ".yml"):
-            doc = yaml.safe_load(p.read_text(encoding="utf-8"))
-            if not isinstance(doc, dict) or "time" not in doc or "joints" not in doc:
-                raise ReferenceError(f"{p}: expected a mapping with `time` (list) and "
-                                     "`joints` ({name: list})")
-            names = list(doc["joints"])
-            values = np.array([doc["joints"][n] for n in names], dtype=float).T
-            return _check_knots(names, np.asarray(doc["time"], dtype=float), values, str(p))
-    except (ValueError, IndexError, TypeError) as err:
-        raise ReferenceError(f"{p}: malformed reference ({err})") from err
-    raise ReferenceError(f"{p}: unknown reference format '{p.suffix}'; valid: .csv, .yaml")
+        doc = load_yaml(text, p)
+        if not isinstance(doc, dict) or "time" not in doc or not isinstance(
+                doc.get("joints"), dict):
+            raise ReferenceError(f"{p}: expected a mapping with `time` (list) and "
+                                 "`joints` ({name: list})")
+        names = [str(n) for n in doc["joints"]]
+        series = [doc["joints"][n] for n in doc["joints"]]
+        if not isinstance(doc["time"], list) or not all(isinstance(v, list) for v in series):
+            raise ReferenceError(f"{p}: `time` and each `joints` entry must be lists of "
+                                 "numbers")
+        values = np.array(series, dtype=float).T
+        return _check_knots(names, np.asarray(doc["time"], dtype=float), values, str(p))
+    except (ValueError, IndexError, TypeError, csv.Error) as err:
+        raise ReferenceError(f"{p}: malformed reference ({err})") from None
 
 
 @dataclass(frozen=True, eq=False)

@@ -19,6 +19,7 @@ The summary reports ``max |residual|`` [J] and the same relative to the largest 
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -128,7 +129,12 @@ def _step_counts(opts: SimOptions, duration: float) -> tuple[float, int, float]:
         if value is not None and not 0 < value < np.inf:  # also refuses NaN
             raise SimulationError(f"{name} {value:g}: must be positive and finite")
     cdt = opts.dt if opts.control_dt is None else opts.control_dt
-    sub = int(round(cdt / opts.dt))
+    ratio, periods_f = cdt / opts.dt, duration / cdt
+    if not (ratio <= MAX_STEPS and periods_f <= MAX_STEPS and ratio * periods_f <= MAX_STEPS):
+        raise SimulationError(f"--duration {duration:g} s at --dt {opts.dt:g} s "
+                              f"(--control-dt {cdt:g} s) is more than {MAX_STEPS:.0e} physics "
+                              "steps; lengthen the step or shorten the run")
+    sub = int(round(ratio))
     # a control period is an integer number of physics steps (to 1e-9 relative: round-off
     # in the decimal step sizes the user types)
     if sub < 1 or abs(sub * opts.dt - cdt) > 1e-9 * cdt:
@@ -139,6 +145,50 @@ def _step_counts(opts: SimOptions, duration: float) -> tuple[float, int, float]:
         raise SimulationError(f"--duration {duration:g} is shorter than one control period "
                               f"({cdt:g} s)")
     return cdt, sub, periods * cdt
+
+
+#: Most physics steps (and control periods) one run may take: days of wall time already.
+MAX_STEPS = 1e10
+#: Bytes per logged sample beyond its float64 values (the Python lists of per-step arrays).
+SAMPLE_OVERHEAD = 1024
+
+
+def _available_memory() -> int:
+    """Bytes of memory available to this process (Linux ``MemAvailable``, else physical)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 33
+
+
+def check_log_fits(kin: CompiledModel, opts: SimOptions, duration: float, control_dt: float,
+                   ) -> None:
+    """Refuse a run whose log (one sample per control period, and the reference grid) would
+    not fit in half the available memory — before anything is allocated.
+
+    Raises:
+        SimulationError: naming --duration, the step count and the memory it would take.
+    """
+    n_act, n_tasks = len(kin.record.actuators), len(kin.record.tasks)
+    width = kin.nq + kin.nv + 4 * n_act + 2 * (kin.n_chords + 1) + 8 + 6 * n_tasks
+    samples = duration / control_dt + 1
+    if opts.reference is not None:
+        samples += duration / opts.reference_dt + 1
+    need = samples * (8 * width + SAMPLE_OVERHEAD)
+    have = _available_memory() / 2
+    if need > have:
+        raise SimulationError(
+            f"--duration {duration:g} s at a control period of {control_dt:g} s is "
+            f"{samples:.3g} logged samples: the log would need {need / 2**30:.3g} GiB, more than "
+            f"half the memory available ({have / 2**30:.3g} GiB); shorten --duration or "
+            "lengthen --control-dt")
 
 
 def _speeds(kin: CompiledModel, part: Partition, velocity: Mapping[str, float]) -> np.ndarray:
@@ -167,13 +217,14 @@ def welded(kin: CompiledModel) -> CompiledModel:
     import yaml
 
     from rbc.compiler import compile_to_file
+    from rbc.safeio import load_yaml, safe_basename
 
-    doc = yaml.safe_load(kin.record.text)
+    doc = load_yaml(kin.record.text, kin.record.source)
     for body in doc.get("bodies", []):
         if body.pop("floating", False):
             body["fixed"] = True
     with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / Path(kin.record.source).name
+        src = Path(tmp) / (safe_basename(Path(kin.record.source).stem, "record") + ".yaml")
         src.write_text(yaml.safe_dump(doc, sort_keys=False))
         compile_to_file(src, Path(tmp) / "welded.h5")
         return CompiledModel.from_bundle(Path(tmp) / "welded.h5")
@@ -204,6 +255,13 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
     if opts.controller != "passive" and opts.reference is None:
         raise SimulationError(f"controller '{opts.controller}' tracks a reference: give "
                               "--reference FILE (or use --controller passive)")
+    if opts.backend != "reduced":  # options the other backends would silently ignore
+        defaults = SimOptions(backend=opts.backend)
+        given = [f"--{k}" for k in ("integrator", "rtol", "atol")
+                 if getattr(opts, k) != getattr(defaults, k)]
+        if given:
+            raise UsageError(f"{', '.join(given)} applies to the reduced backend only; the "
+                             f"{opts.backend} backend integrates with its own scheme")
     if opts.reference is not None and (opts.initial or opts.velocity):
         raise UsageError("--set/--velocity conflict with --reference: the reference's first "
                          "knot fixes the initial state")
@@ -216,6 +274,7 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
         splined = spline_reference(kin, part, load_knots(opts.reference))
         duration = splined.duration if opts.duration is None else opts.duration
         cdt, sub, duration = _step_counts(opts, duration)
+        check_log_fits(kin, opts, duration, cdt)
         ref = lift_reference(dm, part, splined, duration, min(opts.reference_dt, duration),
                              None if progress is None else (lambda x: progress("lift", x)))
         q0, v0 = ref.q[0].copy(), ref.v[0].copy()
@@ -223,6 +282,7 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
         if opts.duration is None:
             raise SimulationError("give --duration (there is no reference to take it from)")
         cdt, sub, duration = _step_counts(opts, opts.duration)
+        check_log_fits(kin, opts, duration, cdt)
         try:
             q0 = solve_named(kin, part.name, dict(opts.initial)).q
         except SolveError as err:

@@ -1,6 +1,7 @@
 """Readback checks of the exports: ``export.mjcf.readback`` and ``export.pinocchio.readback``.
 
-The MJCF file is loaded with MuJoCo (``mujoco.MjModel.from_xml_path``; a load failure is the
+The MJCF file is read as XML and compiled by MuJoCo from its file-free copy
+(:func:`rbc.backends.mjcf_import.file_free_copy`: no path written in it is opened; a load failure is the
 failed check ``load`` with MuJoCo's message, a file of another model fails ``structure``) and
 compared with the bundle: body masses, COMs and inertia tensors against what the export
 writes (MuJoCo stores principal moments and ``body_iquat``; the tensor is rebuilt as
@@ -13,7 +14,7 @@ reduced inertias ``Eᵀ Pᵀ M_mj P E`` and ``E_Tᵀ M_T E_T``), the floor's eff
 (``added_inertia``), and the world pose of every body at random tree configurations against
 Pinocchio (``kinematics``: merged massless bodies change the joint frames).
 
-The Pinocchio URDF is loaded with ``pin.buildModelFromUrdf`` and its mass matrix and
+The Pinocchio URDF is read as XML and built with ``pin.buildModelFromXML``; its mass matrix and
 gravity effort at the neutral configuration are compared with the tree model of
 :func:`rbc.model.tree.build_tree` (without rotor inertia: URDF has no armature); the
 constraints are checked by their closure gap at the assembled configuration.
@@ -77,14 +78,18 @@ def mjcf_readback(model: CompiledModel, mjcf_path: str | Path,
     what is missing; the other checks are then not evaluated (NaN, failed).
     """
     import mujoco
+    from lxml import etree
 
     from rbc.backends.mjcf_export import export_mjcf
+    from rbc.backends.mjcf_import import file_free_copy
+    from rbc.backends.record_writer import ModelImportError, read_xml
 
     part = partition or _default_partition(model)
     exp = export_mjcf(model, part)
     try:
-        m = mujoco.MjModel.from_xml_path(str(mjcf_path))
-    except ValueError as err:
+        text = etree.tostring(file_free_copy(read_xml(mjcf_path, "mujoco")), encoding="unicode")
+        m = mujoco.MjModel.from_xml_string(text)
+    except (ModelImportError, ValueError) as err:
         return [make_check("export.mjcf.readback.load", np.nan, 0.0, "1",
                            f"MuJoCo cannot load {mjcf_path}: {' '.join(str(err).split())}"),
                 *_not_evaluated("the file does not load")]
@@ -304,13 +309,16 @@ def pinocchio_readback(model: CompiledModel, pinocchio_dir: str | Path,
     universal/cylindrical/spherical joint are named ``<joint>.<n>``; at the neutral
     configuration the spherical x-y-z chain has the same velocity basis as ω).
     """
-    import yaml
+    from lxml import etree
 
-    from rbc.backends.pinocchio import pinocchio_model
+    from rbc.backends.pinocchio import pinocchio_model, urdf_name
+    from rbc.backends.record_writer import read_xml
+    from rbc.safeio import load_yaml, read_text
 
     part = partition or _default_partition(model)
     d = Path(pinocchio_dir)
-    um = pin.buildModelFromUrdf(str(d / f"{model.record.name}.urdf"))
+    urdf = d / urdf_name(model)
+    um = pin.buildModelFromXML(etree.tostring(read_xml(urdf, "robot"), encoding="unicode"))
     um.gravity = pin.Motion(np.array(model.record.gravity, dtype=float), np.zeros(3))
     tm = build_tree(model, rotor=False)
     tm.model.armature[:] = 0.0  # URDF carries no armature; compare the rigid-body M only
@@ -337,7 +345,7 @@ def pinocchio_readback(model: CompiledModel, pinocchio_dir: str | Path,
     mass_err = _rel([sum(i.mass for i in um.inertias)], [sum(b.mass for b in model.record.bodies)])
     # constraints: the gap of every constrained frame pair at the assembled configuration
     pmod = pinocchio_model(model, part)
-    doc = yaml.safe_load((d / "constraints.yaml").read_text())
+    doc = load_yaml(read_text(d / "constraints.yaml", "sidecar"), d / "constraints.yaml")
     data = tm.model.createData()
     pin.forwardKinematics(pmod.tree.model, data, pmod.tree.q_pin(part.q_ref[: model.nq_tree]))
     gap = 0.0
@@ -346,7 +354,10 @@ def pinocchio_readback(model: CompiledModel, pinocchio_dir: str | Path,
         T2 = data.oMi[s.joint2] * s.placement2
         err = sp.log6(T1.inverse() * T2)
         gap = max(gap, float(np.abs(err[3:] if s.type == "CONTACT_3D" else err).max()))
-    names_ok = [c["name"] for c in doc["constraints"]] == [s.name for s in pmod.specs]
+    listed = doc.get("constraints") if isinstance(doc, dict) else None
+    names = [c.get("name") for c in listed if isinstance(c, dict)] \
+        if isinstance(listed, list) else None
+    names_ok = names == [s.name for s in pmod.specs]
     return [
         make_check("export.pinocchio.readback.urdf", max(urdf_err, mass_err), READBACK_RTOL,
                    "1", "URDF model vs build_tree: M and gravity effort at neutral, total mass"),

@@ -8,13 +8,14 @@ another bundle are refused by comparing the record's body names and coordinate c
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-import h5py
 import numpy as np
 
-from rbc.errors import UsageError
+from rbc.errors import BundleError, UsageError
+from rbc.ir.bundle import open_hdf5
 from rbc.model.compiled import CompiledModel
 
 
@@ -44,11 +45,11 @@ def log_motion(model: CompiledModel, path: str | Path) -> Motion:
     p = Path(path)
     if p.is_dir():
         p = p / "log.h5"
-    try:
-        h5 = h5py.File(p, "r")
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{p}: not a readable simulation log ({exc})") from None
-    with h5:
+    with ExitStack() as stack:
+        try:  # untrusted: a regular file, hard links only, no data outside the file
+            h5 = stack.enter_context(open_hdf5(p, "log"))
+        except BundleError as exc:
+            raise UsageError(f"not a readable simulation log: {exc}") from None
         if "time" not in h5:
             raise UsageError(f"{p}: no 'time' dataset; expected a log written by "
                              "`rbc simulate --out DIR`")

@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
+from rbc.errors import InputError
+from rbc.safeio import load_yaml, read_text
 from rbc.walkers.errors import WalkerError
 from rbc.walkers.hybrid.model import GRAVITY, WalkerModel, limit_solve, mass_matrix
 
@@ -43,28 +44,6 @@ KEYS = ("name", "title", "coordinates", "relabel", "relabel_offsets", "masses", 
         "controller", "foot", "gait")
 _STRUCTURAL = ("name", "coordinates", "masses", "inertia", "points", "actuators", "relabel",
                "relabel_offsets", "limits", "mu", "gravity")
-
-
-class _Loader(yaml.SafeLoader):
-    """Safe loader that refuses anchors/aliases and duplicate mapping keys."""
-
-    def compose_node(self, parent, index):  # noqa: D401 (yaml API)
-        if self.check_event(yaml.AliasEvent):
-            ev = self.peek_event()
-            raise yaml.constructor.ConstructorError(
-                None, None, "YAML aliases are not allowed in a walker model file",
-                ev.start_mark)
-        return super().compose_node(parent, index)
-
-    def construct_mapping(self, node, deep=False):
-        seen = set()
-        for k, _ in node.value:
-            key = self.construct_object(k, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key '{key}'", k.start_mark)
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
 
 
 class _Reader:
@@ -176,15 +155,12 @@ def read_model_file(path: str | Path) -> WalkerModel:
     p = Path(path)
     where = str(path)
     try:
-        if not p.is_file():
-            raise WalkerError(f"{where}: no such model file (give a registered model name or "
-                              "an existing .yaml file)")
-        if p.stat().st_size > MAX_BYTES:
-            raise WalkerError(f"{where}: file larger than {MAX_BYTES} bytes; not a walker "
-                              "model file")
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise WalkerError(f"{where}: cannot read the model file ({err})") from err
+        text = read_text(p, "config", limit=MAX_BYTES)
+    except InputError as err:
+        if err.problem == "file not found":
+            raise WalkerError(f"{where}: no such model file (give a registered model name "
+                              "or an existing .yaml file)") from None
+        raise WalkerError(str(err)) from None
     return model_from_text(text, where)
 
 
@@ -194,11 +170,15 @@ def model_from_text(text: str, where: str) -> WalkerModel:
     Raises:
         WalkerError: not YAML, or any field invalid.
     """
-    try:
-        data = yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
-    except yaml.YAMLError as err:
-        raise WalkerError(f"{where}: not valid YAML: {err}".replace("\n", " ")) from err
+    data = load_yaml(text, where, error=_yaml_error, aliases=False)
     return model_from_dict(data, where)
+
+
+def _yaml_error(file: str, path: str, problem: str, expected: str | None = None,
+                **_: Any) -> WalkerError:
+    """:func:`rbc.safeio.load_yaml`'s error as a :class:`WalkerError` naming the file."""
+    where = f"{file}: {path}" if path else file
+    return WalkerError(f"{where}: {problem}" + (f"; expected {expected}" if expected else ""))
 
 
 def model_from_dict(data: Any, where: str = "<dict>") -> WalkerModel:
