@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from rbc.cli.app import app, progress_bar
+from rbc.cli.app import app, number, progress_bar
 
 
 def _numbers(text: str, option: str) -> list[float]:
@@ -31,7 +31,8 @@ def plan_command(
     task: Annotated[list[str], typer.Option(
         "--task", help="Task: a record task NAME, NAME:position, NAME:xy|xz|yz, or "
         "joint:COORDINATE; repeat to stack tasks.")],
-    duration: Annotated[float, typer.Option(help="Duration of the motion \\[s].")],
+    duration: Annotated[float, typer.Option(callback=number(gt=0),
+                                            help="Duration of the motion \\[s].")],
     out: Annotated[Path, typer.Option(
         "--out", help="Directory for reference.csv, log.h5, summary.json, plan.png.")],
     to: Annotated[list[str] | None, typer.Option(
@@ -41,15 +42,17 @@ def plan_command(
     kx: Annotated[str, typer.Option(
         "--kx", help="Task gain K_x \\[1/s]: one value or one per task row.")] = "2",
     stroke_preference: Annotated[float, typer.Option(
-        "--stroke-preference", help="Weight k_Φ \\[J·s] of the stroke-limit preference "
-        "(0: off).")] = 0.0,
+        "--stroke-preference", callback=number(ge=0),
+        help="Weight k_Φ \\[J·s] of the stroke-limit preference (0: off).")] = 0.0,
     relax: Annotated[str, typer.Option(
         help="Infeasible task: none (exit 2 naming the bounds) or slack (follow the closest "
         "feasible motion, slack reported).")] = "none",
     speed_scale: Annotated[float, typer.Option(
-        help="Factor on the actuators' speed limits.")] = 1.0,
-    dt: Annotated[float, typer.Option(help="Integration step \\[s] (RK4).")] = 0.01,
+        callback=number(gt=0), help="Factor on the actuators' speed limits.")] = 1.0,
+    dt: Annotated[float, typer.Option(callback=number(gt=0),
+                                      help="Integration step \\[s] (RK4).")] = 0.01,
     sample_dt: Annotated[float, typer.Option(
+        callback=number(gt=0),
         help="Spacing \\[s] of the reference knots, a multiple of --dt.")] = 0.02,
     partition: Annotated[str | None, typer.Option(help="Stored partition name.")] = None,
     assignments: Annotated[list[str] | None, typer.Option(
