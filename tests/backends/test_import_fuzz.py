@@ -95,8 +95,9 @@ sidecar_values = st.one_of(
 
 @settings(max_examples=200, deadline=None, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(doc=st.dictionaries(st.sampled_from(["closed_loop", "type", "name_mot", "other"]),
-                           sidecar_values, max_size=4))
+@given(doc=st.dictionaries(st.sampled_from(["closed_loop", "type", "name_mot", "joint_name",
+                                            "joint_type", "other"]), sidecar_values,
+                           max_size=5))
 def test_loop_sidecar_reads_or_raises(tmp_path_factory, doc):
     p = tmp_path_factory.mktemp("side") / "robot.yaml"
     p.write_text(yaml.safe_dump(doc))
@@ -105,4 +106,4 @@ def test_loop_sidecar_reads_or_raises(tmp_path_factory, doc):
     except (ModelImportError, InputError) as err:
         assert str(p) in str(err)
     else:
-        assert set(side) <= {"closed_loop", "type", "name_mot"}
+        assert {"closed_loop", "type", "name_mot"} <= set(side)
