@@ -890,9 +890,12 @@ def guard_libraries() -> None:
 # ------------------------------------------------------------------------------ numbers
 
 
-#: Largest magnitude of a numeric option (SI units), as for record values: beyond it the
-#: numerics overflow (a 1e308 payload made the closure's SVD fail) instead of answering.
-MAX_OPTION_MAGNITUDE = 1e12
+#: Largest magnitude of a physical number rbc accepts — in a record, a model file or a
+#: numeric option (SI units): no robot comes near it (a 1e12 kg body, a 1e12 m offset), and
+#: beyond it the numerics overflow (a 1e308 payload made the closure's SVD fail) or lose all
+#: precision against unit terms instead of answering.
+MAX_MAGNITUDE = 1e12
+MAX_OPTION_MAGNITUDE = MAX_MAGNITUDE
 
 
 def check_number(option: str, value: float | None, *, gt: float | None = None,

@@ -35,8 +35,8 @@ def compile_command(
         "--mode", help="A named support mode NAME=support1,support2,… (kept even when "
         "under-actuated); repeatable.")] = None,
     length_scale: Annotated[float | None, typer.Option(
-        "--length-scale", callback=number(gt=0), help="Length [m] scaling the rank "
-        "analysis, > 0 (default: median attachment offset of the record).")] = None,
+        "--length-scale", callback=number(ge=1e-9), help="Length [m] scaling the rank "
+        "analysis, ≥ 1e-9 (default: median attachment offset of the record).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     mjcf: Annotated[Path | None, typer.Option(
         "--mjcf", help="Also write a MuJoCo MJCF file (docs/export.md).")] = None,

@@ -60,7 +60,7 @@ from rbc.ir.record import (
     Task,
     Transmission,
 )
-from rbc.safeio import gc_paused, load_yaml, read_text
+from rbc.safeio import MAX_MAGNITUDE, gc_paused, load_yaml, read_text
 
 __all__ = ["check_record", "check_unit_norms", "guess_quaternion", "parse_record",
            "parse_record_text", "rpy_to_quat"]
@@ -84,10 +84,6 @@ INERTIA_TRIANGLE_RTOL = 1e-12
 # Two universal-joint axes are parallel when |a1 × a2| (unit axes) is below this: a
 # sine of 1e-9 rad is far below any intended design angle.
 PARALLEL_TOL = 1e-9
-# No physical quantity of a robot in SI units comes near this (a 1e12 kg body, a 1e12 m
-# offset); squares of larger values lose all precision against unit terms in float64 and
-# near 1e154 overflow, so they are refused rather than passed to the dynamics.
-MAX_MAGNITUDE = 1e12
 # A planar normal must equal [0, 0, 1] to round-off after normalisation.
 PLANAR_NORMAL_TOL = 1e-12
 

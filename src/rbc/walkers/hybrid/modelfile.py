@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from rbc.errors import InputError
-from rbc.safeio import load_yaml, read_text
+from rbc.safeio import MAX_MAGNITUDE, load_yaml, read_text
 from rbc.walkers.errors import WalkerError
 from rbc.walkers.hybrid.model import GRAVITY, WalkerModel, limit_solve, mass_matrix
 
@@ -85,6 +85,8 @@ class _Reader:
         x = float(v)
         if not math.isfinite(x):
             raise self.fail(field, f"expected a finite number, got {v!r}")
+        if abs(x) > MAX_MAGNITUDE:  # (squares of larger values overflow in the dynamics)
+            raise self.fail(field, f"expected a magnitude ≤ {MAX_MAGNITUDE:g}, got {x:g}")
         if lo is not None and (x < lo or (lo_open and x == lo)):
             raise self.fail(field, f"expected a value {'>' if lo_open else '>='} {lo:g}, "
                                    f"got {x:g}")
