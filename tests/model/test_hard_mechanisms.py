@@ -315,3 +315,22 @@ def test_stewart66_solve_from_a_guess_lands_on_the_guessed_mode(tmp_path):
         assert platform_pose_error(model, r.q, mode) <= 1e-9, k
         # 4-decimal quaternions are off unit norm by ~1e-5: normalised, each with a note
         assert len(r.notes) >= 3 and all("normalised" in n for n in r.notes)
+
+
+def test_solve_repartitions_at_a_coordinate_singularity_of_the_held_legs():
+    """General 6-6 platform, P1 alone to 1.0 m with the other legs held: a fifth of the way
+    the held set's R_p becomes singular (cond ~1e3); `solve` re-selects the unprescribed
+    independent coordinates there (logged, releasing some legs) and closes at P1 = 1.0;
+    the legs still held keep their values."""
+    model, part = hard("stewart66")
+    r = solve(model, part, {model.v_names.index("P1"): 1.0})
+    assert r.residual <= 1e-12 and len(r.events) >= 1
+    e = r.events[0]
+    assert e["kind"] == "reconfiguration" and e["cond_after"] * 4 <= e["cond_before"]
+    assert e["released"] and "P1" in e["new"] and "P1" not in e["released"]
+    assert coordinate_value(model, r.q, model.v_names.index("P1")) == 1.0
+    for name in e["new"]:
+        if name.startswith("P") and name != "P1":
+            j = model.v_names.index(name)
+            assert coordinate_value(model, r.q, j) == pytest.approx(
+                coordinate_value(model, part.q_ref, j), abs=1e-12), name

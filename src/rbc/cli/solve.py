@@ -69,6 +69,7 @@ def solve_command(
     con.print(t)
     con.print(f"residual ‖ρ‖∞ = {result.residual:.3e}   iterations = {result.iterations}")
     for e in result.events:
-        con.print(f"re-partitioned {100 * e['fraction']:.3g}% of the way: independent "
-                  f"{', '.join(e['old'])} → {', '.join(e['new'])} (cond R_p "
-                  f"{e['cond_before']:.3g} → {e['cond_after']:.3g})")
+        con.print(f"re-partitioned {100 * e['fraction']:.3g}% of the way (a coordinate "
+                  f"singularity of the held set): independent {', '.join(e['old'])} → "
+                  f"{', '.join(e['new'])} (cond R_p {e['cond_before']:.3g} → "
+                  f"{e['cond_after']:.3g}); no longer held: {', '.join(e['released'])}")

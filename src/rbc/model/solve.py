@@ -85,7 +85,8 @@ class SolveResult:
         partition: name of the partition used.
         notes: adjustments of a user guess (a quaternion normalised), one line each.
         events: re-partitions made on the way (``{kind, fraction, old, new, cond_before,
-            cond_after}``; ``partition`` then names the stored partition they started from).
+            cond_after, released}``: ``released`` the joints that were held and no longer
+            are; ``partition`` then names the stored partition they started from).
     """
 
     q: np.ndarray
@@ -309,7 +310,8 @@ def solve(model: CompiledModel, part: Partition, targets: Mapping[int, float],
             if new is not None and _depth < MAX_REPARTITIONS:
                 event = {"kind": "reconfiguration", "fraction": s, "old": list(part.joints),
                          "new": list(new[0].joints), "cond_before": new[1],
-                         "cond_after": new[2]}
+                         "cond_after": new[2],
+                         "released": [n for n in part.joints if n not in new[0].joints]}
                 r = solve(model, new[0], targets, q, tol=tol, _depth=_depth + 1)
                 return replace(r, events=(event, *r.events),
                                iterations=r.iterations + st.iterations)
