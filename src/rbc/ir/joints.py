@@ -263,6 +263,12 @@ class JointKind:
         self._check(q, self.nq, "q")
         return np.eye(self.nq, self.nv)
 
+    def value_rates(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Time derivatives (len(limited),) of :meth:`limited_coordinates` at (q, v): v itself
+        for the kinds whose speeds are the rates of their values (revolute, prismatic,
+        helical, universal, cylindrical); planar overrides (body-frame speeds)."""
+        return np.asarray(v, dtype=float)
+
     def integrate(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """``q ⊕ v`` (nq,): ``Q(q ⊕ v) = Q(q)·exp(S v)`` for constant-S kinds (pin.integrate)."""
         qp = pin.integrate(_one_joint_model(self), self.to_pinocchio_q(q), self.to_pinocchio_v(v))
@@ -560,6 +566,12 @@ class Planar(JointKind):
     def N(self, q: np.ndarray) -> np.ndarray:
         _, _, c, s = self._check(q, 4, "q")
         return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, -s], [0.0, 0.0, c]])
+
+    def value_rates(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """``(ẋ, ẏ, θ̇) = (R(θ) [vx, vy], ω)``: the body-frame speeds rotated into the plane."""
+        _, _, c, s = self._check(q, 4, "q")
+        vx, vy, w = np.asarray(v, dtype=float)
+        return np.array([c * vx - s * vy, s * vx + c * vy, w])
 
     def compose(self, limited: np.ndarray, quat_wxyz: np.ndarray | None = None) -> np.ndarray:
         x, y, th = limited

@@ -147,6 +147,19 @@ def rate_is_speed(model: CompiledModel, j: int) -> bool:
     return prescribable(model, j) and kind.nq == kind.nv
 
 
+def value_rates(model: CompiledModel, q: np.ndarray, v: np.ndarray, idx: np.ndarray
+                ) -> np.ndarray:
+    """Rates (len(idx),) of the values of prescribable velocity coordinates ``idx`` at
+    (q, v) (:meth:`JointKind.value_rates`: v itself except for a planar joint, whose
+    speeds are body-frame rates)."""
+    out = np.empty(len(idx))
+    for n, j in enumerate(idx):
+        k = int(model.v_edge[j])
+        vs = model.v_slice(k)
+        out[n] = model.kinds[k].value_rates(q[model.q_slice(k)], v[vs])[int(j) - vs.start]
+    return out
+
+
 def coordinate_value(model: CompiledModel, q: np.ndarray, j: int) -> float:
     """Value [rad or m] of prescribable velocity coordinate j at q."""
     k = int(model.v_edge[j])
@@ -629,4 +642,4 @@ __all__ = ["JUMP_RATIO", "MAX_CORRECTOR", "MAX_STEP", "SolveError", "SolveResult
            "configuration_by_joint", "coordinate_value", "get_partition",
            "guess_configuration", "independent_values", "parse_assignment", "parse_guess",
            "prescribable", "rate_is_speed", "resolve_targets", "set_values", "solve",
-           "solve_named"]
+           "solve_named", "value_rates"]
