@@ -24,7 +24,8 @@ PANDA = RECORDS / "panda.yaml"
 
 @functools.cache
 def _bundle(tmp):
-    out = tmp / "panda.h5"
+    out = tmp / "panda_record" / "panda.h5"
+    out.parent.mkdir(exist_ok=True)
     if not out.exists():
         compile_to_file(PANDA, out)
     return out

@@ -12,17 +12,14 @@ import typer
 from rbc.cli.app import app, number, progress_bar
 
 
-def _numbers(text: str, option: str) -> list[float]:
-    from rbc.errors import UsageError
+def task_request(task: list[str], to: list[str] | None, duration: float, kx: str,
+                 stroke_preference: float, relax: str, speed_scale: float):
+    """The :class:`rbc.tasks.request.TaskRequest` of the task options (plan, simulate)."""
+    from rbc.tasks.request import TaskRequest, parse_numbers
 
-    try:
-        out = [float(x) for x in text.split(",")]
-    except ValueError:
-        out = []
-    if not out or not all(abs(x) < float("inf") for x in out):
-        raise UsageError(f"{option} '{text}': expected comma-separated finite numbers, e.g. "
-                         f"{option} 5.2,0,1.1")
-    return out
+    return TaskRequest(tuple(task), tuple(parse_numbers(t, "--to") for t in to or ()),
+                       duration, parse_numbers(kx, "--kx"), stroke_preference, relax,
+                       speed_scale)
 
 
 @app.command("plan")
@@ -69,29 +66,16 @@ def plan_command(
     from rbc.model.compiled import CompiledModel
     from rbc.model.dynamics import DynamicsModel
     from rbc.model.solve import get_partition, parse_assignment, solve_named
-    from rbc.tasks.charts import TaskError, stack
-    from rbc.tasks.paths import waypoint_path
     from rbc.tasks.plan import plan, summary, write_plan
-    from rbc.tasks.resolve import task_law
+    from rbc.tasks.request import build
 
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: exists and is not a directory")
+    req = task_request(task, to, duration, kx, stroke_preference, relax, speed_scale)
     model = CompiledModel.from_bundle(bundle)
     part = get_partition(model, partition)
-    chart = stack(model, task)
-    law = task_law(chart, _numbers(kx, "--kx"), k_phi=stroke_preference,
-                   speed_scale=speed_scale, relax=relax)
-    points = []
-    for text in to or ():
-        nums = _numbers(text, "--to")
-        if len(nums) != chart.target_size:
-            raise TaskError(f"--to {text}: task {chart.label} takes {chart.target_size} "
-                            f"numbers ({', '.join(chart.row_names())} "
-                            + ("as x,y,z,rx,ry,rz" if chart.target_size != chart.dim else "")
-                            + f"), got {len(nums)}")
-        points.append(chart.from_target(nums))
     q0 = solve_named(model, part.name, dict(parse_assignment(a) for a in assignments or ())).q
-    path = waypoint_path(chart, chart.value(model, q0), points, duration)
+    chart, law, path = build(model, q0, req)
     dm = DynamicsModel.build(model)
     with progress_bar(TextColumn("{task.description}"), BarColumn(), TextColumn(
             "{task.percentage:>5.1f}%"), TimeRemainingColumn()) as bar:

@@ -35,7 +35,8 @@ def simulate_command(
                        ] = "reduced",
     reference: Annotated[Path | None, typer.Option(
         help="Reference knots (CSV or YAML) of independent coordinates.")] = None,
-    controller: Annotated[str, typer.Option(help="pd, pd+ff or passive.")] = "pd+ff",
+    controller: Annotated[str, typer.Option(
+        help="pd, pd+ff, passive, or task (the rbc plan law online; needs --task).")] = "pd+ff",
     duration: Annotated[float | None, typer.Option(
         callback=number(gt=0), help="Simulated time \\[s] (default: the reference's length)."
     )] = None,
@@ -83,6 +84,17 @@ def simulate_command(
     fix_root: Annotated[bool, typer.Option(
         "--fix-root", help="Weld floating roots to the world (fixed-base experiments).")
     ] = False,
+    task: Annotated[list[str] | None, typer.Option(
+        "--task", help="--controller task: a task SPEC as in rbc plan; repeat to stack.")
+    ] = None,
+    to: Annotated[list[str] | None, typer.Option(
+        "--to", help="--controller task: a waypoint, as in rbc plan; repeatable.")] = None,
+    kx: Annotated[str, typer.Option("--kx", help="--controller task: K_x \\[1/s].")] = "2",
+    stroke_preference: Annotated[float, typer.Option(
+        "--stroke-preference", help="--controller task: k_Φ \\[J·s].")] = 0.0,
+    relax: Annotated[str, typer.Option(help="--controller task: none or slack.")] = "none",
+    speed_scale: Annotated[float, typer.Option(
+        help="--controller task: factor on the speed limits.")] = 1.0,
     out: Annotated[Path | None, typer.Option(
         "--out", help="Directory for log.h5, summary.json and plots.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")
@@ -92,6 +104,8 @@ def simulate_command(
     from rich.console import Console
     from rich.progress import BarColumn, TextColumn, TimeRemainingColumn
 
+    from rbc.cli.plan import task_request
+    from rbc.errors import UsageError
     from rbc.safeio import check_outputs, check_replaceable
     from rbc.sim.outputs import write_outputs
     from rbc.sim.run import SimOptions, prepare, simulate
@@ -100,7 +114,12 @@ def simulate_command(
                   directories=["--out"])
     if out is not None:
         check_replaceable(out, "--out")
-    opts = SimOptions(
+    req = None
+    if task:
+        if duration is None:
+            raise UsageError("--task needs --duration (the duration of the task's path) [s]")
+        req = task_request(task, to, duration, kx, stroke_preference, relax, speed_scale)
+    opts = SimOptions(task=req,
         backend=backend, controller=controller, duration=duration, dt=dt,
         control_dt=control_dt, reference=reference, reference_dt=reference_dt,
         initial=_pairs(assignments, "--set"), velocity=_pairs(velocity, "--velocity"),
@@ -135,6 +154,11 @@ def simulate_command(
               f"{s['real_time_factor']:.3g}")
     for name, rms in s["tracking_rms"].items():
         con.print(f"  tracking RMS {name}: {1e3 * rms:.4g} mm")
+    if "task" in s:
+        ts = s["task"]
+        con.print(f"  task {'+'.join(task or ())}: ‖e_x‖ initial {ts['error_initial']:.3g}, "
+                  f"final {ts['error_final']:.3g}, max {ts['error_max']:.3g} (m, rad); "
+                  f"max slack {ts['slack_max']:.3g}")
     for name, peak in s["peak_effort"].items():
         lo, hi = s["effort_limits"][name]
         du, fu = s["port_units"][name]

@@ -7,6 +7,8 @@
   (:func:`rbc.model.dynamics.actuator_efforts` at the reference state; minimum norm when
   over-actuated). It is tabulated on the reference grid and interpolated linearly in time.
 * ``passive``: ``f = 0``.
+* ``task``: the resolved-rate task law of ``rbc plan`` run online, with these PD gains at the
+  ports (:mod:`rbc.sim.task_control`).
 
 Commands are clipped to the record's ``effort_limits``; the number of control steps with
 any port clipped is counted.
@@ -32,7 +34,7 @@ from rbc.model.dynamics import DynamicsData, DynamicsModel, actuator_efforts, re
 from rbc.model.interfaces import actuator_map
 from rbc.sim.reference import LiftedReference
 
-CONTROLLERS = ("pd", "pd+ff", "passive")
+CONTROLLERS = ("pd", "pd+ff", "passive", "task")
 DEFAULT_BANDWIDTH = 5.0  # Hz
 DEFAULT_ZETA = 1.0
 
@@ -130,8 +132,14 @@ class Controller:
 
     def clip(self, f: np.ndarray) -> tuple[np.ndarray, bool]:
         """``(applied, clipped)``: efforts within the limits and whether any was clipped."""
-        g = np.clip(f, self.lower, self.upper)
-        return g, bool(np.any(g != f))
+        return clip_efforts(f, self.lower, self.upper)
+
+
+def clip_efforts(f: np.ndarray, lower: np.ndarray, upper: np.ndarray
+                 ) -> tuple[np.ndarray, bool]:
+    """``(applied, clipped)``: f (n_act,) clipped to [lower, upper], and whether any was."""
+    g = np.clip(f, lower, upper)
+    return g, bool(np.any(g != f))
 
 
 def _linear(tg: np.ndarray, y: np.ndarray, t: float) -> np.ndarray:

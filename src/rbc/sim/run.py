@@ -29,7 +29,7 @@ import numpy as np
 
 from rbc.errors import RbcError, UsageError
 from rbc.model.compiled import CompiledModel, Partition
-from rbc.model.dynamics import DynamicsModel
+from rbc.model.dynamics import DynamicsData, DynamicsModel
 from rbc.model.interfaces import port_unit
 from rbc.model.partition import lift
 from rbc.model.solve import SolveError, get_partition, solve_named
@@ -46,7 +46,10 @@ from rbc.sim.controllers import (
 )
 from rbc.sim.mismatch import plant_model
 from rbc.sim.reference import LiftedReference, lift_reference, load_knots, spline_reference
+from rbc.sim.task_control import PortObserver, TaskController
 from rbc.sim.threads import limit_blas_threads
+from rbc.tasks.plan import check_partition
+from rbc.tasks.request import TaskRequest, build
 
 Progress = Callable[[str, float], None]
 
@@ -71,6 +74,7 @@ class SimOptions:
         integrator: reduced backend integrator; rtol, atol: its tolerances (docs/simulate.md);
         partition: stored partition name.
         fix_root: weld floating roots to the world (fixed-base experiments; recompiles).
+        task: the task request of ``--controller task`` (:mod:`rbc.tasks.request`).
     """
 
     backend: str = "reduced"
@@ -93,6 +97,7 @@ class SimOptions:
     atol: float = 1e-12
     partition: str | None = None
     fix_root: bool = False
+    task: TaskRequest | None = None
 
 
 @dataclass(eq=False)
@@ -104,7 +109,7 @@ class Prepared:
     kin: CompiledModel
     plant: CompiledModel
     part: Partition
-    controller: Controller
+    controller: Controller | TaskController
     backend: type[Backend]
     q0: np.ndarray
     v0: np.ndarray
@@ -252,9 +257,11 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
         raise ControllerError(f"controller '{opts.controller}' acts at the actuator ports, "
                               f"but {kin.record.name} has no actuators; use --controller "
                               "passive")
-    if opts.controller != "passive" and opts.reference is None:
+    _check_task_request(opts)
+    if opts.controller in ("pd", "pd+ff") and opts.reference is None:
         raise SimulationError(f"controller '{opts.controller}' tracks a reference: give "
-                              "--reference FILE (or use --controller passive)")
+                              "--reference FILE (or use --controller passive, or task with "
+                              "--task)")
     if opts.backend != "reduced":  # options the other backends would silently ignore
         defaults = SimOptions(backend=opts.backend)
         given = [f"--{k}" for k in ("integrator", "rtol", "atol")
@@ -279,9 +286,10 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
                              None if progress is None else (lambda x: progress("lift", x)))
         q0, v0 = ref.q[0].copy(), ref.v[0].copy()
     else:
-        if opts.duration is None:
+        if opts.duration is None and opts.task is None:
             raise SimulationError("give --duration (there is no reference to take it from)")
-        cdt, sub, duration = _step_counts(opts, opts.duration)
+        cdt, sub, duration = _step_counts(opts, opts.task.duration if opts.duration is None
+                                          else opts.duration)
         check_log_fits(kin, opts, duration, cdt)
         try:
             q0 = solve_named(kin, part.name, dict(opts.initial)).q
@@ -295,9 +303,44 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
     if opts.controller == "pd+ff":
         ff = feedforward_table(dm, part, ref,
                                None if progress is None else (lambda x: progress("ff", x)))
-    controller = Controller(opts.controller, gains, ref, ff, lower, upper)
+    if opts.controller == "task":
+        controller = task_controller(dm, part, q0, opts.task, gains, lower, upper)
+    else:
+        controller = Controller(opts.controller, gains, ref, ff, lower, upper)
     return Prepared(str(bundle), opts, kin, plant, part, controller, backend, q0, v0,
                     duration, cdt, sub, time.perf_counter() - t0)
+
+
+def _check_task_request(opts: SimOptions) -> None:
+    """--task goes with --controller task (and it with --task), never with --reference.
+
+    Raises:
+        SimulationError, UsageError: the combination is inconsistent.
+    """
+    if opts.controller == "task" and opts.task is None:
+        raise SimulationError("controller 'task' moves a task: give --task SPEC (and --to "
+                              "waypoints; docs/tasks.md)")
+    if opts.task is not None and opts.controller != "task":
+        raise UsageError(f"--task is the target of --controller task, not of "
+                         f"'{opts.controller}'")
+    if opts.task is not None and opts.reference is not None:
+        raise UsageError("--reference conflicts with --controller task: the task's path "
+                         "(--task, --to, --duration) is the reference")
+
+
+def task_controller(dm: DynamicsModel, part: Partition, q0: np.ndarray, req: TaskRequest,
+                    gains, lower: np.ndarray, upper: np.ndarray) -> TaskController:
+    """The online task law at the initial configuration q0 (:mod:`rbc.sim.task_control`).
+
+    Raises:
+        TaskError: a bad task request or a partition the law cannot integrate;
+        ControllerError: the ports do not determine the configuration.
+    """
+    check_partition(dm, part)
+    _, law, path = build(dm.kin, q0, req)
+    data = DynamicsData.of(dm)
+    return TaskController(dm, data, law, path, PortObserver.build(dm, data, part, q0), gains,
+                          lower, upper)
 
 
 @dataclass(eq=False)
@@ -359,6 +402,8 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
         if ref is not None:
             log[f"tasks/{name}/reference"] = np.array([ref.task_reference(name, t)
                                                        for t in time_s])
+    if isinstance(ctrl, TaskController):
+        log.update(ctrl.log())
     attrs = {"bundle": prep.bundle, "backend": opts.backend, "controller": opts.controller,
              "dt": opts.dt, "control_dt": prep.control_dt,
              "actuators": [a.name for a in prep.kin.record.actuators],
@@ -412,6 +457,8 @@ def _summary(prep: Prepared, plant: Backend, log: dict[str, np.ndarray], wall: f
     out["max_kinetic_energy"] = float(log["kinetic"].max())
     out["work_actuators"] = float(log["work_actuators"][-1])
     out["work_passive"] = float(log["work_passive"][-1])
+    if isinstance(ctrl, TaskController):
+        out["task"] = ctrl.summary()
     if ctrl.gains is not None:
         out["gains"] = {n: {"kp": float(ctrl.gains.kp[i]), "kd": float(ctrl.gains.kd[i]),
                             "reflected_inertia": float(ctrl.gains.inertia[i])}
