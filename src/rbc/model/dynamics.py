@@ -145,7 +145,7 @@ class _Coefficients:
 
 
 @functools.lru_cache(maxsize=64)
-def _coefficients(k: CompiledModel) -> _Coefficients:
+def load_coefficients(k: CompiledModel) -> _Coefficients:
     damping, friction = np.zeros(k.nv), np.zeros(k.nv)
     stiffness, rest = np.zeros(k.nv), np.zeros(k.nv)
     q_index = np.zeros(k.nv, dtype=np.int64)
@@ -208,7 +208,7 @@ def joint_passive_efforts(dm: DynamicsModel, q: np.ndarray, v: np.ndarray
     """The joint-level part of :func:`passive_efforts` (no point-to-point elements):
     smooth τ_j (nv,) and Coulomb (nv,) efforts acting along the joints' own coordinates."""
     k = dm.kin
-    c = _coefficients(k)
+    c = load_coefficients(k)
     v = np.asarray(v, dtype=float)
     tau = -c.damping * v - c.stiffness * (np.asarray(q)[c.q_index] - c.rest)
     coul = -c.friction * np.sign(v)

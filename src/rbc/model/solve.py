@@ -638,8 +638,21 @@ def configuration_by_joint(model: CompiledModel, q: np.ndarray) -> dict[str, flo
     return out
 
 
+def scalar_q_index(model: CompiledModel, j: int) -> int | None:
+    """The q index holding velocity coordinate j's value when q and v coincide there
+    (revolute, prismatic, helical, universal, cylindrical), else None (e.g. planar)."""
+    k = int(model.v_edge[j])
+    kind = model.kinds[k]
+    if kind.nq != kind.nv:
+        return None
+    probe = np.linspace(0.1, 0.2, kind.nq)
+    if not np.array_equal(kind.limited_coordinates(probe), probe):
+        return None
+    return model.q_slice(k).start + (j - model.v_slice(k).start)
+
+
 __all__ = ["JUMP_RATIO", "MAX_CORRECTOR", "MAX_STEP", "SolveError", "SolveResult", "acquire",
            "configuration_by_joint", "coordinate_value", "get_partition",
            "guess_configuration", "independent_values", "parse_assignment", "parse_guess",
-           "prescribable", "rate_is_speed", "resolve_targets", "set_values", "solve",
-           "solve_named", "value_rates"]
+           "prescribable", "rate_is_speed", "resolve_targets", "scalar_q_index", "set_values",
+           "solve", "solve_named", "value_rates"]

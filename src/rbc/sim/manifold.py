@@ -25,6 +25,7 @@ from rbc.model.solve import (
     coordinate_value,
     module_plan,
     prescribable,
+    scalar_q_index,
     set_values,
     solve,
 )
@@ -114,7 +115,7 @@ class LiftedCloser:
         self._keep, self._idx = _prescribed(k, part)
         # coordinates stored as their value in q are read and set by index; the others
         # (a planar joint's angle, stored as cos/sin) through the joint's own maps
-        qidx = [_scalar_q_index(k, int(j)) for j in self._idx]
+        qidx = [scalar_q_index(k, int(j)) for j in self._idx]
         self._direct = np.array([i is not None for i in qidx], dtype=bool)
         self._qidx = np.array([i for i in qidx if i is not None], dtype=np.int64)
         self._slow = Closer(k, part, self.q)
@@ -192,16 +193,3 @@ class LiftedCloser:
                                    "corrector did not confirm it")
         self.lifted, self._x = new, x.copy()
         return self.q
-
-
-def _scalar_q_index(model: CompiledModel, j: int) -> int | None:
-    """The q index holding velocity coordinate j's value when q and v coincide there
-    (revolute, prismatic, helical, universal, cylindrical), else None (e.g. planar)."""
-    k = int(model.v_edge[j])
-    kind = model.kinds[k]
-    if kind.nq != kind.nv:
-        return None
-    probe = np.linspace(0.1, 0.2, kind.nq)
-    if not np.array_equal(kind.limited_coordinates(probe), probe):
-        return None
-    return model.q_slice(k).start + (j - model.v_slice(k).start)

@@ -1,0 +1,274 @@
+"""Dynamics kernels: tree terms, loads, reduced terms and the Cholesky solve (DESIGN.md §6).
+
+World-frame recursions (Featherstone 2008, §5.3 RNEA and §6.2 CRBA, in spatial world
+coordinates; angular-first): body inertias ``I^w_x = Ad(T_x_w)ᵀ I_x Ad(T_x_w)``, forces
+``f_x = I^w_x (α_x + a_x + a_g) + V_x ×* I^w_x V_x − w_x`` (``a_g = [0; −g]``, w the external
+wrenches of point-to-point springs), accumulated tip to root; ``τ_k = σ_k g_kᵀ f_subtree``.
+Composite inertias give ``M_T[k', k] = σ_k' g_k'ᵀ I^c_k σ_k g_k`` for k' on the path from k
+to the root; armature (joint armature plus reflected rotor inertia) on the diagonal.
+
+Reduced (Kane/Maggi; Jain 2011, ch. 9): one RNEA at the tree accelerations ``a = Ė_T u``
+gives ``h_T + M_T Ė_T u + g_T``, so
+
+    M_r = E_Tᵀ M_T E_T,   rhs = Eᵀ (τ + τ_coulomb) − E_Tᵀ RNEA(q, v, Ė_T u),
+    M_r u̇ = rhs           (Cholesky, L Lᵀ),
+
+with τ the smooth loads on every coordinate (damping, springs, constant efforts, port
+efforts) and τ_coulomb ``−μ sign(v)``: the same terms as :func:`rbc.model.dynamics.
+reduced_terms` and :func:`~rbc.model.dynamics.forward_dynamics`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from rbc.kernels.access import fseg, iseg
+from rbc.kernels.layout import (
+    F_ARMATURE,
+    F_B_INERTIA,
+    F_GRAVITY,
+    F_LD_DAMPING,
+    F_LD_EFFORT,
+    F_LD_FRICTION,
+    F_LD_REST,
+    F_LD_STIFFNESS,
+    F_SP_COEF,
+    F_SP_XYZ,
+    I_E_CHILD,
+    I_E_NV,
+    I_E_PARENT,
+    I_E_SIGN,
+    I_E_VO,
+    I_LD_QIDX,
+    I_PORTS,
+    I_SIZES,
+    I_SP_BODY,
+    I_TREE,
+    I_TREE_UP,
+    S_NB,
+    S_NSP,
+    S_NV,
+    S_NV_TREE,
+)
+from rbc.kernels.se3 import adjoint_matrix, force_cross
+
+
+@njit(cache=True)
+def world_inertias(I, IO, F, FO, Rw, pw, Iw):
+    """``I^w_x`` (n_bodies, 6, 6) out: every body's spatial inertia in world coordinates."""
+    nb = iseg(I, IO, I_SIZES)[S_NB]
+    Ib = fseg(F, FO, F_B_INERTIA).reshape((nb, 6, 6))
+    X = np.empty((6, 6))
+    R = np.empty((3, 3))
+    p = np.empty(3)
+    for x in range(nb):
+        R[:] = Rw[x].T
+        p[:] = -(R @ pw[x])
+        adjoint_matrix(R, p, X)  # Ad(T_x_w)
+        Iw[x] = X.T @ Ib[x] @ X
+
+
+@njit(cache=True)
+def _point_velocity(w, p, out):
+    """Velocity (3,) of the point p (world) of a body with world spatial twist w."""
+    out[0] = w[3] + w[1] * p[2] - w[2] * p[1]
+    out[1] = w[4] + w[2] * p[0] - w[0] * p[2]
+    out[2] = w[5] + w[0] * p[1] - w[1] * p[0]
+
+
+@njit(cache=True)
+def _add_point_force(w, p, f):
+    """``w += [p × f; f]``: a force f (3,) at the world point p as a world wrench."""
+    w[0] += p[1] * f[2] - p[2] * f[1]
+    w[1] += p[2] * f[0] - p[0] * f[2]
+    w[2] += p[0] * f[1] - p[1] * f[0]
+    w[3] += f[0]
+    w[4] += f[1]
+    w[5] += f[2]
+
+
+@njit(cache=True)
+def spring_wrenches(I, IO, F, FO, Rw, pw, V, fext):
+    """World wrenches (n_bodies + 1, 6) out of the point-to-point spring-dampers (tension
+    ``k(ℓ − ℓ₀) + c ℓ̇`` along a→b; +T n on a, −T n on b, at the attachment points)."""
+    fext[:] = 0.0
+    ns = iseg(I, IO, I_SIZES)[S_NSP]
+    body, xyz, coef = iseg(I, IO, I_SP_BODY), fseg(F, FO, F_SP_XYZ), fseg(F, FO, F_SP_COEF)
+    pa = np.empty(3)
+    pb = np.empty(3)
+    va = np.empty(3)
+    vb = np.empty(3)
+    for s in range(ns):
+        a, b = body[2 * s], body[2 * s + 1]
+        pa[:] = Rw[a] @ xyz[6 * s: 6 * s + 3] + pw[a]
+        pb[:] = Rw[b] @ xyz[6 * s + 3: 6 * s + 6] + pw[b]
+        _point_velocity(V[a], pa, va)
+        _point_velocity(V[b], pb, vb)
+        d = pb - pa
+        length = math.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
+        n = d / length
+        rate = n[0] * (vb[0] - va[0]) + n[1] * (vb[1] - va[1]) + n[2] * (vb[2] - va[2])
+        t = coef[3 * s] * (length - coef[3 * s + 1]) + coef[3 * s + 2] * rate
+        _add_point_force(fext[a], pa, t * n)
+        _add_point_force(fext[b], pb, -t * n)
+
+
+@njit(cache=True)
+def rnea(I, IO, F, FO, G, V, A0, a, Iw, fext, tau):
+    """``τ_T = M_T a + h_T + g_T − Jᵀ w`` (nv_tree,) out, a (nv,) accelerations (tree part
+    used); V, A0 from :func:`rbc.kernels.kinematics.velocities`."""
+    sizes = iseg(I, IO, I_SIZES)
+    nb = sizes[S_NB]
+    parent, child, sign = iseg(I, IO, I_E_PARENT), iseg(I, IO, I_E_CHILD), iseg(I, IO, I_E_SIGN)
+    e_nv, e_vo = iseg(I, IO, I_E_NV), iseg(I, IO, I_E_VO)
+    tree = iseg(I, IO, I_TREE)
+    g = fseg(F, FO, F_GRAVITY)
+    acc = np.zeros((nb + 1, 6))
+    for r in range(3):
+        acc[nb, 3 + r] = -g[r]
+    f = np.zeros((nb + 1, 6))
+    h = np.empty(6)
+    cr = np.empty(6)
+    for k in tree:
+        top, low = (parent[k], child[k]) if sign[k] > 0 else (child[k], parent[k])
+        s = float(sign[k])
+        acc[low] = acc[top]
+        for d in range(e_nv[k]):
+            j = e_vo[k] + d
+            for r in range(6):
+                acc[low, r] += s * G[r, j] * a[j]
+        tot = acc[low] + A0[low]
+        h[:] = Iw[low] @ V[low]
+        force_cross(V[low], h, cr)
+        f[low] = Iw[low] @ tot + cr - fext[low]
+    for t in range(tree.size - 1, -1, -1):
+        k = tree[t]
+        top, low = (parent[k], child[k]) if sign[k] > 0 else (child[k], parent[k])
+        s = float(sign[k])
+        for d in range(e_nv[k]):
+            j = e_vo[k] + d
+            acc_t = 0.0
+            for r in range(6):
+                acc_t += G[r, j] * f[low, r]
+            tau[j] = s * acc_t
+        f[top] += f[low]
+
+
+@njit(cache=True)
+def crba(I, IO, F, FO, G, Iw, M):
+    """``M_T`` (nv_tree, nv_tree) out: composite-rigid-body joint-space inertia, armature on
+    the diagonal."""
+    sizes = iseg(I, IO, I_SIZES)
+    nb = sizes[S_NB]
+    parent, child, sign = iseg(I, IO, I_E_PARENT), iseg(I, IO, I_E_CHILD), iseg(I, IO, I_E_SIGN)
+    e_nv, e_vo = iseg(I, IO, I_E_NV), iseg(I, IO, I_E_VO)
+    tree, up = iseg(I, IO, I_TREE), iseg(I, IO, I_TREE_UP)
+    Ic = np.zeros((nb + 1, 6, 6))
+    Ic[:nb] = Iw
+    for t in range(tree.size - 1, -1, -1):
+        k = tree[t]
+        top, low = (parent[k], child[k]) if sign[k] > 0 else (child[k], parent[k])
+        Ic[top] += Ic[low]
+    M[:] = 0.0
+    Fk = np.empty((6, 6))
+    for k in tree:
+        n = e_nv[k]
+        if n == 0:
+            continue
+        low = child[k] if sign[k] > 0 else parent[k]
+        s = float(sign[k])
+        vo = e_vo[k]
+        for d in range(n):
+            for r in range(6):
+                acc = 0.0
+                for c in range(6):
+                    acc += Ic[low, r, c] * G[c, vo + d]
+                Fk[r, d] = s * acc
+        kk = k
+        while kk >= 0:
+            m = e_nv[kk]
+            if m:
+                s2 = float(sign[kk])
+                for d2 in range(m):
+                    for d in range(n):
+                        acc = 0.0
+                        for r in range(6):
+                            acc += G[r, e_vo[kk] + d2] * Fk[r, d]
+                        M[e_vo[kk] + d2, vo + d] = s2 * acc
+                        M[vo + d, e_vo[kk] + d2] = s2 * acc
+            kk = up[kk]
+    arm = fseg(F, FO, F_ARMATURE)
+    for j in range(M.shape[0]):
+        M[j, j] += arm[j]
+
+
+@njit(cache=True)
+def loads(I, IO, F, FO, q, v, f, tau):
+    """Smooth loads plus Coulomb efforts on every coordinate (nv,) out (gravity and springs
+    between points are in the RNEA): ``−d v − k (q − q₀) + τ_const − μ sign(v)`` and the
+    port efforts f (n_act,) on their columns."""
+    nv = iseg(I, IO, I_SIZES)[S_NV]
+    damp, fric = fseg(F, FO, F_LD_DAMPING), fseg(F, FO, F_LD_FRICTION)
+    stiff, rest, eff = fseg(F, FO, F_LD_STIFFNESS), fseg(F, FO, F_LD_REST), fseg(F, FO, F_LD_EFFORT)
+    qidx = iseg(I, IO, I_LD_QIDX)
+    for j in range(nv):
+        t = -damp[j] * v[j] - stiff[j] * (q[qidx[j]] - rest[j]) + eff[j]
+        if v[j] > 0.0:
+            t -= fric[j]
+        elif v[j] < 0.0:
+            t += fric[j]
+        tau[j] = t
+    ports = iseg(I, IO, I_PORTS)
+    for n in range(ports.size):
+        tau[ports[n]] += f[n]
+
+
+@njit(cache=True)
+def cholesky_solve(M, b, out):
+    """``out = M⁻¹ b`` by Cholesky (M (n, n) SPD, overwritten by L). False if M is not
+    positive definite (a pivot ≤ 0)."""
+    n = M.shape[0]
+    for j in range(n):
+        s = M[j, j]
+        for k in range(j):
+            s -= M[j, k] * M[j, k]
+        if not s > 0.0:
+            return False
+        d = math.sqrt(s)
+        M[j, j] = d
+        for i in range(j + 1, n):
+            s = M[i, j]
+            for k in range(j):
+                s -= M[i, k] * M[j, k]
+            M[i, j] = s / d
+    for i in range(n):
+        s = b[i]
+        for k in range(i):
+            s -= M[i, k] * out[k]
+        out[i] = s / M[i, i]
+    for i in range(n - 1, -1, -1):
+        s = out[i]
+        for k in range(i + 1, n):
+            s -= M[k, i] * out[k]
+        out[i] = s / M[i, i]
+    return True
+
+
+@njit(cache=True)
+def reduced(I, IO, F, FO, q, v, edu, f, G, V, A0, Iw, fext, E, Mr, rhs):
+    """``M_r`` (n_u, n_u) and ``rhs`` (n_u,) out (module docstring)."""
+    sizes = iseg(I, IO, I_SIZES)
+    nv, nt = sizes[S_NV], sizes[S_NV_TREE]
+    tau_id = np.empty(nt)
+    rnea(I, IO, F, FO, G, V, A0, edu, Iw, fext, tau_id)
+    M = np.empty((nt, nt))
+    crba(I, IO, F, FO, G, Iw, M)
+    tau = np.empty(nv)
+    loads(I, IO, F, FO, q, v, f, tau)
+    ET = np.ascontiguousarray(E[:nt])
+    Y = M @ ET
+    Mr[:] = ET.T @ Y
+    rhs[:] = E.T @ tau - ET.T @ tau_id

@@ -1,0 +1,308 @@
+"""The flat layout: a compiled model and a partition laid out once as contiguous arrays.
+
+The kernels read the model as data, in the spirit of MuJoCo's ``mjModel``: every per-edge,
+per-body, per-chord and per-module quantity is a segment of one int64 array ``I`` or one
+float64 array ``F``; the segment bounds are in ``IO`` and ``FO`` (segment k of ``I`` is
+``I[IO[k]:IO[k+1]]``). Four arrays cross the Python/numba boundary whatever the model,
+so a call costs the same on a four-bar and on a 210-body composed system (unboxing a tuple
+of 40 arrays costs ~5 µs; four cost ~0.4 µs).
+
+Segments (the ``I_*`` and ``F_*`` indices below; edges k, bodies x, chords i, modules m;
+world = vertex ``n_bodies``):
+
+* sizes (``I_SIZES``): nq, nv, nq_tree, nv_tree, n_bodies, n_edges, n_chords, n_couplings,
+  n_u, rank, n_modules, n_springs, n_kept;
+* edges: joint code (:data:`CODES`), q/v offsets, nv, record parent/child vertex, tree
+  sign (+1 / −1, 0 for chords), attachment frames A, B (R, p), axis, second axis (universal),
+  pitch [m/rad] (helical), alignment R0 (planar);
+* tree: tree edges in depth-first order, per tree edge its parent tree edge (−1 at the
+  world), per body its spatial inertia at the body origin (6 × 6, body axes);
+* chords: edge, and per chord its columns: a compact list of global v-indices with, per
+  path factor coordinate and per chord coordinate, the local column and sign (+1/−1 for
+  path factors ``(j, σ)``, −1 for the chord's own coordinates; repeats add);
+* couplings: per coupling its terms (v-index, q-index, coefficient) and offset;
+* partition: independent and dependent v-indices, per v-index its position among the
+  independent ones (−1 else) and its position in its module's dependent block (−1 else),
+  per module its selected rows and dependent columns (``R_p`` is block diagonal by module);
+* loads: viscous, Coulomb, spring coefficients and rest values per v-index, the q-index of
+  each spring, constant joint efforts, port columns, point-to-point springs;
+* prescribed independent coordinates (the closer): position in u and q-index.
+
+An extra chord — a support to the world or a link between two robots — is one more entry
+in the chord segments (its parent vertex may be the world): no kernel changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rbc.ir.record import JointEffort, SpringForce
+from rbc.model.compiled import CompiledModel, Partition
+from rbc.model.kinematics import sparsity_pattern
+from rbc.model.tree import TreeModel, inertia_tensor
+
+#: Joint codes of the kernels (record joint type → code).
+CODES = {"fixed": 0, "revolute": 1, "prismatic": 2, "helical": 3, "universal": 4,
+         "cylindrical": 5, "planar": 6, "spherical": 7, "free": 8}
+
+#: Integer segments, in order.
+INT_SEGMENTS = (
+    "sizes",
+    "e_code", "e_qo", "e_vo", "e_nv", "e_parent", "e_child", "e_sign",
+    "tree", "tree_up",
+    "ch_edge", "ch_col_ptr", "ch_cols", "ch_term_ptr", "ch_term_v", "ch_term_local",
+    "ch_term_sign", "ch_path_ptr", "ch_path_edge",
+    "cp_ptr", "cp_v", "cp_q",
+    "ind", "dep", "v_indpos", "v_deppos", "mod_ptr", "mod_rows", "mod_dep", "mod_lu_ptr",
+    "ld_qidx", "ports", "sp_body",
+    "keep_u", "keep_q",
+)
+#: Float segments, in order.
+FLOAT_SEGMENTS = (
+    "e_AR", "e_Ap", "e_BR", "e_Bp", "e_axis", "e_axis2", "e_pitch", "e_R0",
+    "b_inertia", "gravity",
+    "cp_coef", "cp_offset",
+    "ld_damping", "ld_friction", "ld_stiffness", "ld_rest", "ld_effort", "armature",
+    "sp_xyz", "sp_coef",
+)
+
+# Segment indices as module constants (numba freezes globals at compile time).
+(I_SIZES, I_E_CODE, I_E_QO, I_E_VO, I_E_NV, I_E_PARENT, I_E_CHILD, I_E_SIGN, I_TREE,
+ I_TREE_UP, I_CH_EDGE, I_CH_COL_PTR, I_CH_COLS, I_CH_TERM_PTR, I_CH_TERM_V, I_CH_TERM_LOCAL,
+ I_CH_TERM_SIGN, I_CH_PATH_PTR, I_CH_PATH_EDGE, I_CP_PTR, I_CP_V, I_CP_Q, I_IND, I_DEP,
+ I_V_INDPOS, I_V_DEPPOS, I_MOD_PTR, I_MOD_ROWS, I_MOD_DEP, I_MOD_LU_PTR, I_LD_QIDX,
+ I_PORTS, I_SP_BODY, I_KEEP_U, I_KEEP_Q) = range(len(INT_SEGMENTS))
+(F_E_AR, F_E_AP, F_E_BR, F_E_BP, F_E_AXIS, F_E_AXIS2, F_E_PITCH, F_E_R0, F_B_INERTIA,
+ F_GRAVITY, F_CP_COEF, F_CP_OFFSET, F_LD_DAMPING, F_LD_FRICTION, F_LD_STIFFNESS, F_LD_REST,
+ F_LD_EFFORT, F_ARMATURE, F_SP_XYZ, F_SP_COEF) = range(len(FLOAT_SEGMENTS))
+# positions in the sizes segment
+(S_NQ, S_NV, S_NQ_TREE, S_NV_TREE, S_NB, S_NE, S_NCH, S_NCP, S_NU, S_RANK, S_NMOD, S_NSP,
+ S_NKEEP) = range(13)
+
+
+class LayoutError(ValueError):
+    """The model uses something the kernels do not evaluate (the reference path does)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Layout:
+    """A model and partition as four flat arrays (module docstring).
+
+    Attributes:
+        I, IO, F, FO: the int64 data, its segment bounds, the float64 data and its bounds.
+        kin, part: the compiled model and partition laid out.
+        n_rows: closure rows (6 per chord plus couplings); lu_size: floats of all LU blocks.
+    """
+
+    I: np.ndarray
+    IO: np.ndarray
+    F: np.ndarray
+    FO: np.ndarray
+    kin: CompiledModel
+    part: Partition
+    n_rows: int
+    lu_size: int
+
+    def segment(self, name: str) -> np.ndarray:
+        """A named segment (a view), for tests and diagnostics."""
+        if name in INT_SEGMENTS:
+            k = INT_SEGMENTS.index(name)
+            return self.I[self.IO[k]: self.IO[k + 1]]
+        k = FLOAT_SEGMENTS.index(name)
+        return self.F[self.FO[k]: self.FO[k + 1]]
+
+
+def _pack(segments: dict[str, np.ndarray], names: tuple[str, ...], dtype) -> tuple:
+    parts = [np.ascontiguousarray(np.asarray(segments[n], dtype=dtype).ravel()) for n in names]
+    bounds = np.zeros(len(parts) + 1, dtype=np.int64)
+    bounds[1:] = np.cumsum([p.size for p in parts])
+    data = np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+    for a in (data, bounds):
+        a.setflags(write=False)
+    return data, bounds
+
+
+def _modules(kin: CompiledModel, part: Partition) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per module its selected rows and dependent columns; one block when the partition's
+    dependent block is not block diagonal by the compiled modules (always correct)."""
+    rows, dep = np.asarray(part.rows), np.asarray(part.dependent)
+    if part.rank == 0:
+        return []
+    out = []
+    for blk in kin.blocks:
+        r = rows[np.isin(rows, blk.rows)]
+        d = dep[np.isin(dep, blk.cols)]
+        if r.size or d.size:
+            out.append((r, d))
+    square = all(r.size == d.size for r, d in out)
+    covered = (sum(r.size for r, _ in out) == rows.size
+               and np.unique(np.concatenate([d for _, d in out])).size == dep.size)
+    if square and covered:
+        P = sparsity_pattern(kin)
+        owner = np.full(kin.nv, -1)
+        for m, (_, d) in enumerate(out):
+            owner[d] = m
+        # every selected row may touch only its own module's dependent columns
+        ok = all(np.all(owner[dep[P[row][dep]]] == m)
+                 for m, (r, _) in enumerate(out) for row in r)
+        if ok:
+            return out
+    return [(rows, dep)]
+
+
+def layout(kin: CompiledModel, part: Partition, tree: TreeModel) -> Layout:
+    """Lay out a compiled model and a partition for the kernels.
+
+    Args:
+        kin: the compiled model (the plant, mass mismatch already applied).
+        part: the partition whose lift the kernels evaluate.
+        tree: its Pinocchio tree model (for the armature: joint armature plus reflected rotor
+            inertia, exactly as the reference path adds it).
+
+    Raises:
+        LayoutError: a reversed multi-coordinate tree joint with a varying motion subspace
+            (the tree model refuses those too).
+    """
+    from rbc.model.dynamics import load_coefficients
+    from rbc.model.interfaces import ports
+
+    rec = kin.record
+    E, nb = len(kin.kinds), kin.n_bodies
+    s: dict[str, np.ndarray] = {}
+    f: dict[str, np.ndarray] = {}
+    s["e_code"] = [CODES[k.type] for k in kin.kinds]
+    s["e_qo"], s["e_vo"] = kin.q_offset, kin.v_offset
+    s["e_nv"] = [k.nv for k in kin.kinds]
+    s["e_parent"], s["e_child"], s["e_sign"] = kin.parent, kin.child, kin.sign
+    f["e_AR"] = np.array([a.rotation for a in kin.A]).reshape(E, 9)
+    f["e_Ap"] = np.array([a.translation for a in kin.A]).reshape(E, 3)
+    f["e_BR"] = np.array([b.rotation for b in kin.B]).reshape(E, 9)
+    f["e_Bp"] = np.array([b.translation for b in kin.B]).reshape(E, 3)
+    axis, axis2 = np.zeros((E, 3)), np.zeros((E, 3))
+    pitch, R0 = np.zeros(E), np.tile(np.eye(3).ravel(), (E, 1))
+    for k, kind in enumerate(kin.kinds):
+        if hasattr(kind, "axis"):
+            axis[k] = kind.axis
+        if kind.type == "universal":
+            axis[k], axis2[k] = kind.axes
+        if kind.type == "helical":
+            pitch[k] = kind.lead / (2.0 * np.pi)
+        if kind.type == "planar":
+            R0[k] = kind.alignment().rotation.ravel()
+        if kin.sign[k] < 0 and not kind.constant_S:
+            raise LayoutError(f"tree joint '{kin.edge_names[k]}' ({kind.type}) is reversed")
+    f["e_axis"], f["e_axis2"], f["e_pitch"], f["e_R0"] = axis, axis2, pitch, R0
+
+    # tree: depth-first edges, parent tree edge, body inertias at the body origin
+    tree_edges = np.array(kin.tree_edges, dtype=np.int64)
+    s["tree"] = tree_edges
+    up = np.full(E, -1, dtype=np.int64)
+    for k in tree_edges:
+        top = int(kin.parent[k]) if kin.sign[k] > 0 else int(kin.child[k])
+        up[k] = int(kin.parent_edge[top]) if top != nb else -1
+    s["tree_up"] = up
+    inertia = np.zeros((nb, 6, 6))
+    for x, body in enumerate(rec.bodies):
+        m, c = body.mass, np.asarray(body.com, dtype=float)
+        ch = np.array([[0, -c[2], c[1]], [c[2], 0, -c[0]], [-c[1], c[0], 0]])
+        inertia[x, :3, :3] = inertia_tensor(body.inertia) + m * ch @ ch.T
+        inertia[x, :3, 3:] = m * ch
+        inertia[x, 3:, :3] = m * ch.T
+        inertia[x, 3:, 3:] = m * np.eye(3)
+    f["b_inertia"] = inertia
+    f["gravity"] = np.asarray(rec.gravity, dtype=float)
+
+    # chords: compact columns and the terms that fill them
+    col_ptr, cols, term_ptr, term_v, term_local, term_sign = [0], [], [0], [], [], []
+    path_ptr, path_edge = [0], []
+    for i, e in enumerate(kin.chord_edges):
+        terms = [(j, float(sg)) for j, sg in kin.paths[i] if kin.kinds[j].nv]
+        terms.append((e, -1.0))
+        local: dict[int, int] = {}
+        for j, sg in terms:
+            for d in range(kin.kinds[j].nv):
+                gv = int(kin.v_offset[j]) + d
+                if gv not in local:
+                    local[gv] = len(local)
+                    cols.append(gv)
+                term_v.append(gv)
+                term_local.append(local[gv])
+                term_sign.append(sg)
+        col_ptr.append(len(cols))
+        term_ptr.append(len(term_v))
+        path_edge += [j for j, _ in kin.paths[i]]
+        path_ptr.append(len(path_edge))
+    s["ch_edge"] = np.array(kin.chord_edges, dtype=np.int64)
+    s["ch_col_ptr"], s["ch_cols"] = col_ptr, cols
+    s["ch_term_ptr"], s["ch_term_v"], s["ch_term_local"] = term_ptr, term_v, term_local
+    s["ch_term_sign"] = term_sign
+    s["ch_path_ptr"], s["ch_path_edge"] = path_ptr, path_edge
+
+    # couplings
+    cp_ptr, cp_v, cp_q, cp_coef = [0], [], [], []
+    for terms in kin.coupling_rows:
+        for vi, qi, coef in terms:
+            cp_v.append(vi)
+            cp_q.append(qi)
+            cp_coef.append(coef)
+        cp_ptr.append(len(cp_v))
+    s["cp_ptr"], s["cp_v"], s["cp_q"] = cp_ptr, cp_v, cp_q
+    f["cp_coef"], f["cp_offset"] = cp_coef, kin.coupling_offset
+
+    # partition and module blocks
+    ind, dep = np.asarray(part.independent), np.asarray(part.dependent)
+    s["ind"], s["dep"] = ind, dep
+    indpos = np.full(kin.nv, -1, dtype=np.int64)
+    indpos[ind] = np.arange(ind.size)
+    deppos = np.full(kin.nv, -1, dtype=np.int64)
+    mods = _modules(kin, part)
+    mod_ptr, mod_rows, mod_dep, lu_ptr = [0], [], [], [0]
+    for r, d in mods:
+        deppos[d] = np.arange(d.size)
+        mod_rows += r.tolist()
+        mod_dep += d.tolist()
+        mod_ptr.append(len(mod_rows))
+        lu_ptr.append(lu_ptr[-1] + d.size * d.size)
+    s["v_indpos"], s["v_deppos"] = indpos, deppos
+    s["mod_ptr"], s["mod_rows"], s["mod_dep"], s["mod_lu_ptr"] = mod_ptr, mod_rows, mod_dep, lu_ptr
+
+    # loads
+    c = load_coefficients(kin)
+    f["ld_damping"], f["ld_friction"] = c.damping, c.friction
+    f["ld_stiffness"], f["ld_rest"], s["ld_qidx"] = c.stiffness, c.rest, c.q_index
+    effort = np.zeros(kin.nv)
+    sp_body, sp_xyz, sp_coef = [], [], []
+    bodies = rec.body_index()
+    for force in rec.forces:
+        if isinstance(force, JointEffort):
+            effort[kin.v_slice(kin.edge(force.joint))] += force.value
+        elif isinstance(force, SpringForce):
+            sp_body += [bodies[force.a.body], bodies[force.b.body]]
+            sp_xyz += [*force.a.xyz, *force.b.xyz]
+            sp_coef += [force.stiffness, force.rest_length, force.damping]
+    f["ld_effort"] = effort
+    arm = np.zeros(kin.nv)
+    arm[tree.v_perm] = np.asarray(tree.model.armature)
+    f["armature"] = arm
+    s["ports"] = ports(kin).columns
+    s["sp_body"], f["sp_xyz"], f["sp_coef"] = sp_body, sp_xyz, sp_coef
+
+    # prescribed independent coordinates (those stored as their own value in q)
+    from rbc.model.solve import scalar_q_index
+
+    keep_u, keep_q = [], []
+    for n, j in enumerate(ind):
+        qi = scalar_q_index(kin, int(j))
+        if qi is not None:
+            keep_u.append(n)
+            keep_q.append(qi)
+    s["keep_u"], s["keep_q"] = keep_u, keep_q
+
+    s["sizes"] = [kin.nq, kin.nv, kin.nq_tree, kin.nv_tree, nb, E, kin.n_chords,
+                  len(kin.coupling_rows), ind.size, part.rank, len(mods), len(sp_coef) // 3,
+                  len(keep_u)]
+    I, IO = _pack(s, INT_SEGMENTS, np.int64)
+    Fa, FO = _pack(f, FLOAT_SEGMENTS, np.float64)
+    return Layout(I, IO, Fa, FO, kin, part, kin.n_rows, int(lu_ptr[-1]))

@@ -1,0 +1,211 @@
+"""Lift kernels: the module-blocked ``R_p`` factorization, ``E``, and solves with ``R_p⁻¹``.
+
+``R_p = S C Π_p`` is block diagonal by dependency module (a module's selected rows touch
+only its own dependent columns; :func:`rbc.kernels.layout.layout` checks it and falls back
+to one block otherwise), so each block is LU-factored on its own (partial pivoting, Golub
+& Van Loan, *Matrix Computations*, Alg. 3.4.1) and the cost is linear in the number of
+modules. ``E[ind] = I``, ``E[dep_m] = −R_p,m⁻¹ R_a,m`` (DESIGN.md §5), solved only for the
+independent columns the module's rows touch; the curvature ``(Ė u)_dep = −R_p⁻¹ S Ċ v`` and
+the Newton step ``δq_dep = −R_p⁻¹ S ρ`` reuse the factors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from rbc.kernels.access import fseg, iseg
+from rbc.kernels.layout import (
+    F_CP_COEF,
+    I_CH_COL_PTR,
+    I_CH_COLS,
+    I_CP_PTR,
+    I_CP_V,
+    I_IND,
+    I_MOD_DEP,
+    I_MOD_LU_PTR,
+    I_MOD_PTR,
+    I_MOD_ROWS,
+    I_SIZES,
+    I_V_DEPPOS,
+    I_V_INDPOS,
+    S_NCH,
+    S_NMOD,
+    S_NU,
+)
+
+
+@njit(cache=True)
+def _row_entries(I, IO, F, FO, Cc, g, vals, cols):
+    """Nonzeros of closure row g: writes (value, global v-index) pairs, returns the count."""
+    nch = iseg(I, IO, I_SIZES)[S_NCH]
+    if g < 6 * nch:
+        i, k = g // 6, g % 6
+        col_ptr, ch_cols = iseg(I, IO, I_CH_COL_PTR), iseg(I, IO, I_CH_COLS)
+        n = col_ptr[i + 1] - col_ptr[i]
+        base = 6 * col_ptr[i] + k * n
+        for loc in range(n):
+            vals[loc] = Cc[base + loc]
+            cols[loc] = ch_cols[col_ptr[i] + loc]
+        return n
+    c = g - 6 * nch
+    cp_ptr, cp_v, coef = iseg(I, IO, I_CP_PTR), iseg(I, IO, I_CP_V), fseg(F, FO, F_CP_COEF)
+    n = 0
+    for t in range(cp_ptr[c], cp_ptr[c + 1]):
+        vals[n] = coef[t]
+        cols[n] = cp_v[t]
+        n += 1
+    return n
+
+
+@njit(cache=True)
+def _lu(A, piv):
+    """In-place LU with partial pivoting (``P A = L U``); False on an exactly zero pivot
+    (LAPACK getrf's ``info > 0``, the reference's singular test)."""
+    n = A.shape[0]
+    ok = True
+    for k in range(n):
+        p = k
+        big = abs(A[k, k])
+        for i in range(k + 1, n):
+            if abs(A[i, k]) > big:
+                big = abs(A[i, k])
+                p = i
+        piv[k] = p
+        if p != k:
+            for j in range(n):
+                A[k, j], A[p, j] = A[p, j], A[k, j]
+        if A[k, k] == 0.0:
+            ok = False
+            continue
+        inv = 1.0 / A[k, k]
+        for i in range(k + 1, n):
+            A[i, k] *= inv
+            f = A[i, k]
+            if f != 0.0:
+                for j in range(k + 1, n):
+                    A[i, j] -= f * A[k, j]
+    return ok
+
+
+@njit(cache=True)
+def _lu_solve(A, piv, b):
+    """Solve with the factors of :func:`_lu`, in place on b (n,)."""
+    n = A.shape[0]
+    for k in range(n):
+        p = piv[k]
+        if p != k:
+            b[k], b[p] = b[p], b[k]
+    for i in range(n):
+        s = b[i]
+        for j in range(i):
+            s -= A[i, j] * b[j]
+        b[i] = s
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for j in range(i + 1, n):
+            s -= A[i, j] * b[j]
+        b[i] = s / A[i, i]
+
+
+@njit(cache=True)
+def factor(I, IO, F, FO, Cc, lu, piv):
+    """Build and LU-factor every module's ``R_p`` block from the compact C.
+
+    Args:
+        lu: (lu_size,) out: the packed factors; piv: (rank,) out: pivots per module.
+
+    Returns:
+        False when a block is exactly singular.
+    """
+    sizes = iseg(I, IO, I_SIZES)
+    ptr, rows = iseg(I, IO, I_MOD_PTR), iseg(I, IO, I_MOD_ROWS)
+    lu_ptr, deppos = iseg(I, IO, I_MOD_LU_PTR), iseg(I, IO, I_V_DEPPOS)
+    vals = np.empty(64)
+    cols = np.empty(64, dtype=np.int64)
+    ok = True
+    for m in range(sizes[S_NMOD]):
+        r = ptr[m + 1] - ptr[m]
+        A = lu[lu_ptr[m]: lu_ptr[m + 1]].reshape((r, r))
+        A[:] = 0.0
+        for a in range(r):
+            n = _row_entries(I, IO, F, FO, Cc, rows[ptr[m] + a], vals, cols)
+            if n > vals.size:
+                vals = np.empty(2 * n)
+                cols = np.empty(2 * n, dtype=np.int64)
+                n = _row_entries(I, IO, F, FO, Cc, rows[ptr[m] + a], vals, cols)
+            for t in range(n):
+                d = deppos[cols[t]]
+                if d >= 0:
+                    A[a, d] += vals[t]
+        if not _lu(A, piv[ptr[m]: ptr[m + 1]]):
+            ok = False
+    return ok
+
+
+@njit(cache=True)
+def solve_rows(I, IO, lu, piv, rhs, out):
+    """``out[dep_m] = R_p,m⁻¹ rhs[rows_m]`` for every module (rhs (n_rows,), out (nv,)).
+
+    Only the dependent entries of ``out`` are written.
+    """
+    sizes = iseg(I, IO, I_SIZES)
+    ptr, rows, dep = iseg(I, IO, I_MOD_PTR), iseg(I, IO, I_MOD_ROWS), iseg(I, IO, I_MOD_DEP)
+    lu_ptr = iseg(I, IO, I_MOD_LU_PTR)
+    for m in range(sizes[S_NMOD]):
+        r = ptr[m + 1] - ptr[m]
+        b = np.empty(r)
+        for a in range(r):
+            b[a] = rhs[rows[ptr[m] + a]]
+        _lu_solve(lu[lu_ptr[m]: lu_ptr[m + 1]].reshape((r, r)), piv[ptr[m]: ptr[m + 1]], b)
+        for a in range(r):
+            out[dep[ptr[m] + a]] = b[a]
+
+
+@njit(cache=True)
+def lift_matrix(I, IO, F, FO, Cc, lu, piv, E):
+    """``E`` (nv, n_u) out: ``E[ind] = I``, ``E[dep_m] = −R_p,m⁻¹ R_a,m`` (factors from
+    :func:`factor`)."""
+    sizes = iseg(I, IO, I_SIZES)
+    nu = sizes[S_NU]
+    ind, indpos = iseg(I, IO, I_IND), iseg(I, IO, I_V_INDPOS)
+    ptr, rows, dep = iseg(I, IO, I_MOD_PTR), iseg(I, IO, I_MOD_ROWS), iseg(I, IO, I_MOD_DEP)
+    lu_ptr = iseg(I, IO, I_MOD_LU_PTR)
+    E[:] = 0.0
+    for n in range(nu):
+        E[ind[n], n] = 1.0
+    vals = np.empty(64)
+    cols = np.empty(64, dtype=np.int64)
+    local = np.full(nu, -1, dtype=np.int64)  # position of an independent column in a module
+    for m in range(sizes[S_NMOD]):
+        r = ptr[m + 1] - ptr[m]
+        touched = np.empty(nu, dtype=np.int64)
+        nt = 0
+        for a in range(r):  # pass 1: the independent columns this module's rows touch
+            n = _row_entries(I, IO, F, FO, Cc, rows[ptr[m] + a], vals, cols)
+            if n > vals.size:
+                vals = np.empty(2 * n)
+                cols = np.empty(2 * n, dtype=np.int64)
+                n = _row_entries(I, IO, F, FO, Cc, rows[ptr[m] + a], vals, cols)
+            for t in range(n):
+                j = indpos[cols[t]]
+                if j >= 0 and local[j] < 0:
+                    local[j] = nt
+                    touched[nt] = j
+                    nt += 1
+        Ra = np.zeros((nt, r))  # R_a,m transposed: one right-hand side per row
+        for a in range(r):  # pass 2: fill
+            n = _row_entries(I, IO, F, FO, Cc, rows[ptr[m] + a], vals, cols)
+            for t in range(n):
+                j = indpos[cols[t]]
+                if j >= 0:
+                    Ra[local[j], a] += vals[t]
+        A = lu[lu_ptr[m]: lu_ptr[m + 1]].reshape((r, r))
+        p = piv[ptr[m]: ptr[m + 1]]
+        for t in range(nt):
+            b = Ra[t]
+            _lu_solve(A, p, b)
+            j = touched[t]
+            for a in range(r):
+                E[dep[ptr[m] + a], j] = -b[a]
+            local[j] = -1

@@ -1,0 +1,246 @@
+"""Whole evaluations in one kernel call: reduced forward dynamics, the closure corrector,
+one Runge–Kutta stage, and a batch of states over the cores (``prange``).
+
+A **stage** is what an integrator asks of the reduced model at ``(x, u, f)``: close the
+mechanism at the independent values x from the last closed configuration (lift predictor
+``q⁻ = q ⊕ E δu``, the prescribed coordinates set exactly, Newton on ``S ρ = 0`` over the
+dependent columns with the module-blocked ``R_p`` factors — :class:`rbc.sim.manifold.
+LiftedCloser`'s algorithm), then evaluate ``u̇ = M_r⁻¹ rhs`` at the closed configuration
+with the lift computed there. The state (q, E, x at q) lives in caller-owned arrays that a
+successful stage updates in place.
+
+Status codes (:data:`OK`, …) tell the Python side what to fall back to: a singular
+``R_p``, a non-positive-definite ``M_r`` or a corrector that did not converge is handed to
+the reference path, which raises the user-facing errors or runs the continuation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from rbc.kernels.access import iseg
+from rbc.kernels.dynamics import cholesky_solve, reduced, spring_wrenches, world_inertias
+from rbc.kernels.kinematics import closure, integrate, poses, velocities, velocity_product
+from rbc.kernels.layout import (
+    I_CH_COL_PTR,
+    I_DEP,
+    I_IND,
+    I_KEEP_Q,
+    I_KEEP_U,
+    I_SIZES,
+    S_NB,
+    S_NCH,
+    S_NCP,
+    S_NQ,
+    S_NU,
+    S_NV,
+    S_RANK,
+)
+from rbc.kernels.lift import factor, lift_matrix, solve_rows
+
+OK, SINGULAR_LIFT, NOT_PD, NOT_CLOSED = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def _geometry(I, IO, F, FO, q, Rw, pw, G, rho, Cc, P, lu, piv):
+    poses(I, IO, F, FO, q, Rw, pw, G)
+    closure(I, IO, F, FO, q, Rw, pw, G, rho, Cc, P)
+    return factor(I, IO, F, FO, Cc, lu, piv)
+
+
+@njit(cache=True)
+def _work(I, IO, lu_size):
+    sizes = iseg(I, IO, I_SIZES)
+    nb, nv, nch = sizes[S_NB], sizes[S_NV], sizes[S_NCH]
+    n_rows = 6 * nch + sizes[S_NCP]
+    ncols = iseg(I, IO, I_CH_COL_PTR)[nch]
+    return (np.empty((nb + 1, 3, 3)), np.empty((nb + 1, 3)), np.zeros((6, nv)),
+            np.empty(n_rows), np.empty(6 * ncols), np.empty((nch, 6, 6)),
+            np.empty(lu_size), np.empty(sizes[S_RANK], dtype=np.int64))
+
+
+@njit(cache=True)
+def evaluate(I, IO, F, FO, lu_size, q, u, f, udot, v, edu, E, Mr, rhs):
+    """Reduced forward dynamics at (q, u) with port efforts f (one call).
+
+    Args:
+        q: (nq,); u: (n_u,); f: (n_act,).
+        udot, v, edu: (n_u,), (nv,), (nv,) out: u̇, all speeds ``E u``, ``Ė u``.
+        E: (nv, n_u) out: the lift; Mr: (n_u, n_u) out: M_r; rhs: (n_u,) out.
+
+    Returns:
+        :data:`OK`, :data:`SINGULAR_LIFT` or :data:`NOT_PD`.
+    """
+    Rw, pw, G, rho, Cc, P, lu, piv = _work(I, IO, lu_size)
+    if not _geometry(I, IO, F, FO, q, Rw, pw, G, rho, Cc, P, lu, piv):
+        return SINGULAR_LIFT
+    lift_matrix(I, IO, F, FO, Cc, lu, piv, E)
+    return _dynamics(I, IO, F, FO, q, u, f, Rw, pw, G, P, lu, piv, E, udot, v, edu, Mr, rhs)
+
+
+@njit(cache=True)
+def _dynamics(I, IO, F, FO, q, u, f, Rw, pw, G, P, lu, piv, E, udot, v, edu, Mr, rhs):
+    sizes = iseg(I, IO, I_SIZES)
+    nb = sizes[S_NB]
+    v[:] = E @ u
+    V = np.empty((nb + 1, 6))
+    A0 = np.empty((nb + 1, 6))
+    velocities(I, IO, F, FO, q, v, Rw, pw, G, V, A0)
+    cv = np.empty(rho_size(I, IO))
+    velocity_product(I, IO, F, FO, q, v, Rw, pw, V, A0, P, cv)
+    edu[:] = 0.0
+    solve_rows(I, IO, lu, piv, cv, edu)
+    dep = iseg(I, IO, I_DEP)
+    for j in dep:
+        edu[j] = -edu[j]
+    Iw = np.empty((nb, 6, 6))
+    world_inertias(I, IO, F, FO, Rw, pw, Iw)
+    fext = np.empty((nb + 1, 6))
+    spring_wrenches(I, IO, F, FO, Rw, pw, V, fext)
+    reduced(I, IO, F, FO, q, v, edu, f, G, V, A0, Iw, fext, E, Mr, rhs)
+    if not cholesky_solve(Mr.copy(), rhs, udot):
+        return NOT_PD
+    return OK
+
+
+@njit(cache=True)
+def rho_size(I, IO):
+    """Closure rows: 6 per chord plus one per coupling."""
+    sizes = iseg(I, IO, I_SIZES)
+    return 6 * sizes[S_NCH] + sizes[S_NCP]
+
+
+@njit(cache=True)
+def geometry(I, IO, F, FO, lu_size, q, rho, C_compact, E):
+    """ρ (n_rows,), the compact C and E (nv, n_u) at q (tests and the Python closer).
+
+    Returns False when R_p is exactly singular (E is then not written)."""
+    Rw, pw, G, rho_w, Cc, P, lu, piv = _work(I, IO, lu_size)
+    ok = _geometry(I, IO, F, FO, q, Rw, pw, G, rho_w, Cc, P, lu, piv)
+    rho[:] = rho_w
+    C_compact[:] = Cc
+    if ok:
+        lift_matrix(I, IO, F, FO, Cc, lu, piv, E)
+    return ok
+
+
+@njit(cache=True)
+def curvature(I, IO, F, FO, lu_size, q, u, v, edu):
+    """``v = E u`` and ``Ė u`` (nv,) out at (q, u); False when R_p is singular."""
+    Rw, pw, G, rho, Cc, P, lu, piv = _work(I, IO, lu_size)
+    if not _geometry(I, IO, F, FO, q, Rw, pw, G, rho, Cc, P, lu, piv):
+        return False
+    sizes = iseg(I, IO, I_SIZES)
+    E = np.empty((sizes[S_NV], sizes[S_NU]))
+    lift_matrix(I, IO, F, FO, Cc, lu, piv, E)
+    v[:] = E @ u
+    nb = sizes[S_NB]
+    V = np.empty((nb + 1, 6))
+    A0 = np.empty((nb + 1, 6))
+    velocities(I, IO, F, FO, q, v, Rw, pw, G, V, A0)
+    cv = np.empty(rho.size)
+    velocity_product(I, IO, F, FO, q, v, Rw, pw, V, A0, P, cv)
+    edu[:] = 0.0
+    solve_rows(I, IO, lu, piv, cv, edu)
+    for j in iseg(I, IO, I_DEP):
+        edu[j] = -edu[j]
+    return True
+
+
+@njit(cache=True)
+def _close(I, IO, F, FO, q, E, x0, x, tol, max_iter, Rw, pw, G, rho, Cc, P, lu, piv):
+    """Corrector from the closed q (with its lift E and prescribed values x0) to values x;
+    on success q holds the closed configuration and the geometry arrays hold its geometry."""
+    sizes = iseg(I, IO, I_SIZES)
+    nq, nv, nu = sizes[S_NQ], sizes[S_NV], sizes[S_NU]
+    keep_u, keep_q = iseg(I, IO, I_KEEP_U), iseg(I, IO, I_KEEP_Q)
+    ind = iseg(I, IO, I_IND)
+    du = np.zeros(nu)
+    for n in range(keep_u.size):
+        du[keep_u[n]] = x[n] - x0[n]
+    dv = E @ du
+    for n in range(keep_u.size):
+        dv[ind[keep_u[n]]] = 0.0
+    qn = np.empty(nq)
+    integrate(I, IO, q, dv, qn)
+    for n in range(keep_u.size):
+        qn[keep_q[n]] = x[n]
+    dep = iseg(I, IO, I_DEP)
+    step = np.zeros(nv)
+    for it in range(max_iter + 1):
+        if not _geometry(I, IO, F, FO, qn, Rw, pw, G, rho, Cc, P, lu, piv):
+            return SINGULAR_LIFT
+        worst = 0.0
+        finite = True
+        for r in range(rho.size):
+            a = abs(rho[r])
+            if not a < np.inf:
+                finite = False
+            elif a > worst:
+                worst = a
+        if finite and worst <= tol:
+            q[:] = qn
+            return OK
+        if it == max_iter or not finite:
+            return NOT_CLOSED
+        solve_rows(I, IO, lu, piv, rho, step)
+        for j in dep:
+            step[j] = -step[j]
+        q1 = qn.copy()
+        integrate(I, IO, q1, step, qn)
+    return NOT_CLOSED
+
+
+@njit(cache=True)
+def stage(I, IO, F, FO, lu_size, q, E, x0, x, u, f, tol, max_iter, udot, v):
+    """One Runge–Kutta stage at (x, u, f) from the closed state (q, E, x0) (module docstring).
+
+    Args:
+        q: (nq,), E: (nv, n_u), x0: (n_kept,): the last closed configuration, its lift and
+            its prescribed values; updated in place when the stage succeeds.
+        x: (n_kept,) prescribed values [rad or m]; u: (n_u,); f: (n_act,).
+        tol: closure tolerance on ‖ρ‖∞; max_iter: Newton iterations.
+        udot: (n_u,) out; v: (nv,) out: ``E u`` at the closed configuration.
+
+    Returns:
+        :data:`OK`, :data:`SINGULAR_LIFT`, :data:`NOT_PD` or :data:`NOT_CLOSED`.
+    """
+    Rw, pw, G, rho, Cc, P, lu, piv = _work(I, IO, lu_size)
+    same = True
+    for n in range(x.size):
+        if x[n] != x0[n]:
+            same = False
+    if same:
+        if not _geometry(I, IO, F, FO, q, Rw, pw, G, rho, Cc, P, lu, piv):
+            return SINGULAR_LIFT
+    else:
+        status = _close(I, IO, F, FO, q, E, x0, x, tol, max_iter, Rw, pw, G, rho, Cc, P, lu,
+                        piv)
+        if status != OK:
+            return status
+        x0[:] = x
+    lift_matrix(I, IO, F, FO, Cc, lu, piv, E)
+    sizes = iseg(I, IO, I_SIZES)
+    nu = sizes[S_NU]
+    edu = np.empty(sizes[S_NV])
+    Mr = np.empty((nu, nu))
+    rhs = np.empty(nu)
+    return _dynamics(I, IO, F, FO, q, u, f, Rw, pw, G, P, lu, piv, E, udot, v, edu, Mr, rhs)
+
+
+@njit(cache=True, parallel=True)
+def evaluate_batch(I, IO, F, FO, lu_size, Q, U, Fp, UD, status):
+    """:func:`evaluate` over N states in parallel: Q (N, nq), U (N, n_u), Fp (N, n_act);
+    UD (N, n_u) out, status (N,) out."""
+    sizes = iseg(I, IO, I_SIZES)
+    nv, nu = sizes[S_NV], sizes[S_NU]
+    for s in prange(Q.shape[0]):
+        v = np.empty(nv)
+        edu = np.empty(nv)
+        E = np.empty((nv, nu))
+        Mr = np.empty((nu, nu))
+        rhs = np.empty(nu)
+        ud = np.empty(nu)
+        status[s] = evaluate(I, IO, F, FO, lu_size, Q[s], U[s], Fp[s], ud, v, edu, E, Mr, rhs)
+        UD[s] = ud

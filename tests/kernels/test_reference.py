@@ -1,0 +1,88 @@
+"""The kernel path equals the NumPy/Pinocchio reference path (≤ 1e-13 relative) on every
+shipped and imported record, on and off the closure manifold: residual, closure Jacobian,
+lift, curvature and reduced forward dynamics."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rbc.kernels.evaluator import KernelModel
+from rbc.model.augmented import augmented_geometry
+from rbc.model.dynamics import DynamicsData, DynamicsModel, forward_dynamics, reduced_terms
+from rbc.model.partition import curvature, lift_from_jacobian
+
+#: The acceptance bound of issue #16: both paths evaluate the same quantities by different
+#: algorithms in float64; 1e-13 of the largest entry (or of 1) leaves a few hundred roundings.
+RTOL = 1e-13
+
+
+def _close(a: np.ndarray, b: np.ndarray) -> float:
+    """Largest difference relative to max(1, ‖b‖∞)."""
+    return float(np.abs(a - b).max(initial=0.0) / max(1.0, np.abs(b).max(initial=0.0)))
+
+
+def _states(kin, part, rng):
+    yield "on", np.array(part.q_ref)
+    for _ in range(2):  # off the manifold: J_l⁻¹ and Ad(D) matter there
+        yield "off", kin.integrate(part.q_ref, 0.05 * rng.normal(size=kin.nv))
+
+
+def test_kernels_equal_the_reference_path(any_record):
+    name, kin, part = any_record
+    dm = DynamicsModel.build(kin)
+    dd = DynamicsData.of(dm)
+    km = KernelModel(kin, part, dm.tree)
+    rng = np.random.default_rng(20260927)
+    for where, q in _states(kin, part, rng):
+        geo = augmented_geometry(dm.augmented, dd.augmented_data, q)
+        rho, C, E = km.geometry(q)
+        assert _close(rho, geo.rho) <= RTOL, (name, where, "rho")
+        assert _close(C, geo.C) <= RTOL, (name, where, "C")
+        ref = lift_from_jacobian(part, geo.C, geo)
+        assert E is not None
+        # E, v and Ė u are solves with R_p: two backward-stable solves differ by up to
+        # ~κ(R_p) ε relative (digit_like: κ ≈ 1e3); below κ = 100 that is inside RTOL
+        tol = max(RTOL, 4.0 * np.finfo(float).eps * ref.cond)
+        assert _close(E, ref.E) <= tol, (name, where, "E")
+        u = rng.normal(size=part.independent.size)
+        v, edu = km.curvature(q, u)
+        v_ref, edu_ref = curvature(kin, part, q, u, ref)
+        assert _close(v, v_ref) <= tol, (name, where, "v")
+        assert _close(edu, edu_ref) <= tol, (name, where, "Ė u")
+        f = 10.0 * rng.normal(size=len(kin.record.actuators))
+        terms = reduced_terms(dm, dd, part, q, u, f, lifted=ref)
+        ud_ref = forward_dynamics(dm, terms)
+        kt = km.terms(q, u, f)
+        rhs_ref = terms.tau - terms.h + terms.tau_coulomb
+        assert _close(kt.M, terms.M) <= RTOL, (name, where, "M_r")
+        assert _close(kt.rhs, rhs_ref) <= RTOL, (name, where, "rhs")
+        # u̇ solves the reference's system to RTOL backward error (the forward difference
+        # of two backward-stable solves also carries κ(M_r): Cassie's κ ≈ 1e5)
+        back = np.abs(terms.M @ kt.udot - rhs_ref).max() / (
+            np.abs(terms.M).max() * np.abs(ud_ref).max() + np.abs(rhs_ref).max())
+        assert back <= RTOL, (name, where, "u̇ backward")
+        if np.linalg.cond(terms.M) < 100:  # well conditioned (κ ε < 3e-14): forward error too
+            assert _close(kt.udot, ud_ref) <= RTOL, (name, where, "u̇")
+
+
+def test_integrate_equals_the_models(any_record):
+    name, kin, part = any_record
+    km = KernelModel(kin, part)
+    rng = np.random.default_rng(3)
+    v = 0.3 * rng.normal(size=kin.nv)
+    out, ref = km.integrate(part.q_ref, v), kin.integrate(part.q_ref, v)
+    # the same closed forms; quaternions renormalised by both (1e-15 relative)
+    assert _close(out, ref) <= 1e-14, name
+
+
+def test_batch_equals_single_states(any_record):
+    name, kin, part = any_record
+    km = KernelModel(kin, part)
+    rng = np.random.default_rng(4)
+    Q = np.tile(part.q_ref, (3, 1))
+    U = rng.normal(size=(3, part.independent.size))
+    F = rng.normal(size=(3, len(kin.record.actuators)))
+    UD = km.forward_dynamics_batch(Q, U, F)
+    for s in range(3):
+        # the same kernel per state: bitwise equal
+        assert np.array_equal(UD[s], km.forward_dynamics(Q[s], U[s], F[s])), name
