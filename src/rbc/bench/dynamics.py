@@ -1,8 +1,12 @@
 """``rbc bench dynamics``: time per state of rbc's reduced forward dynamics against
 Pinocchio's ``constraintDynamics`` on the same states, in the same process.
 
-Ours: :func:`rbc.model.dynamics.reduced_terms` (lift E, curvature Ė u, tree terms, loads)
-plus :func:`rbc.model.dynamics.forward_dynamics` (Cholesky of M_r). Peer: Pinocchio's
+Ours, two evaluators of the same model: ``kernel`` — one numba call
+(:class:`rbc.kernels.evaluator.KernelModel`, the run-time default), timed warm, with its
+first call in the process (JIT compile, or loading numba's cache) reported apart, and a
+batch of all states in parallel (``prange``) on 1 thread and on every core numba may use;
+``reference`` — :func:`rbc.model.dynamics.reduced_terms` (lift E, curvature Ė u, tree terms,
+loads) plus :func:`rbc.model.dynamics.forward_dynamics` (Cholesky of M_r). Peer: Pinocchio's
 ``constraintDynamics`` (called from Python; model and constraints from
 :func:`rbc.backends.pinocchio.pinocchio_model`) with the same q, v and tree efforts τ
 (gravity excluded, Pinocchio adds it). Both are timed per call with
@@ -69,7 +73,7 @@ def _per_call(fn: Callable[[State], object], states: list[State]) -> float:
 
 def bench_dynamics(bundle: str | Path, n_states: int = 1000, single_repeats: int = 200,
                    seed: int = DEFAULT_SEED) -> dict:
-    """Time ours and Pinocchio's forward dynamics per state.
+    """Time ours (kernel and reference evaluators) and Pinocchio's forward dynamics per state.
 
     Args:
         bundle: compiled bundle.
@@ -77,9 +81,16 @@ def bench_dynamics(bundle: str | Path, n_states: int = 1000, single_repeats: int
         single_repeats: calls on one state for the single-state time.
 
     Returns:
-        ``{"robot", "states", "ours": {"single_us", "batched_us"}, "pinocchio": {…},
-        "ratio": {"single", "batched"} (ours / Pinocchio), "delta_a": max δ_a}``.
+        ``{"robot", "states", "ours": {"single_us", "batched_us"} (the kernel),
+        "reference": {…}, "pinocchio": {…}, "ratio": {"single", "batched"} (kernel /
+        Pinocchio), "ratio_reference": {…}, "delta_a": max δ_a kernel vs Pinocchio,
+        "delta_a_reference", "kernel": {"first_call_s", "threads", "batch_1_thread_us",
+        "batch_parallel_us", "parallel_speedup"}}`` (times per state in µs).
     """
+    import numba
+
+    from rbc.kernels.evaluator import KernelModel
+
     kin = CompiledModel.from_bundle(bundle)
     part = kin.partitions["default"]
     dm = DynamicsModel.build(kin)
@@ -88,32 +99,64 @@ def bench_dynamics(bundle: str | Path, n_states: int = 1000, single_repeats: int
     pdata = pm.tree.model.createData()
     cdatas = pm.constraint_datas()
     pin.initConstraintDynamics(pm.tree.model, pdata, pm.constraints, cdatas)
-    nt = kin.nv_tree
+    km = KernelModel(kin, part, dm.tree)
     states = sample_states(kin, n_states, seed)
+    t1 = time.perf_counter()
+    km.terms(states[0].q, states[0].u, states[0].f)  # JIT compile or numba cache load
+    first_call = time.perf_counter() - t1
+    nt = kin.nv_tree
     # the peer's inputs (v, τ) come from the lift; prepared outside the timed loop
     inputs = []
-    delta = 0.0
+    delta = delta_ref = 0.0
     for s in states:
         t = reduced_terms(dm, dd, part, s.q, s.u, f=s.f)
         a = tree_acceleration(t, forward_dynamics(dm, t))[:nt]
+        k = km.terms(s.q, s.u, s.f)
+        a_k = (k.E @ k.udot + k.edu)[:nt]
         tau = t.tau_full[:nt] + t.tree.g
         inputs.append((s.q, t.v, tau))
         ap = constraint_dynamics(pm, pdata, cdatas, s.q, t.v, tau)
-        delta = max(delta, float(np.abs(ap - a).max() / max(1.0, np.abs(a).max())))
+        scale = max(1.0, np.abs(ap).max())
+        delta_ref = max(delta_ref, float(np.abs(ap - a).max() / scale))
+        delta = max(delta, float(np.abs(ap - a_k).max() / scale))
     peer_in = {id(s): x for s, x in zip(states, inputs, strict=True)}
 
-    def ours(s: State) -> np.ndarray:
+    def kernel(s: State) -> np.ndarray:
+        return km.forward_dynamics(s.q, s.u, s.f)
+
+    def reference(s: State) -> np.ndarray:
         return forward_dynamics(dm, reduced_terms(dm, dd, part, s.q, s.u, f=s.f))
 
     def peer(s: State) -> np.ndarray:
         return constraint_dynamics(pm, pdata, cdatas, *peer_in[id(s)])
 
     one = [states[0]] * single_repeats
-    res = {"ours": {"single_us": 1e6 * _per_call(ours, one),
-                    "batched_us": 1e6 * _per_call(ours, states)},
-           "pinocchio": {"single_us": 1e6 * _per_call(peer, one),
-                         "batched_us": 1e6 * _per_call(peer, states)}}
+    res = {name: {"single_us": 1e6 * _per_call(fn, one),
+                  "batched_us": 1e6 * _per_call(fn, states)}
+           for name, fn in (("ours", kernel), ("reference", reference), ("pinocchio", peer))}
+    Q = np.array([s.q for s in states])
+    U = np.array([s.u for s in states])
+    Fp = np.array([s.f for s in states]).reshape(n_states, -1)
+    threads = numba.get_num_threads()
+    km.forward_dynamics_batch(Q[:2], U[:2], Fp[:2])  # compile / load the parallel kernel
+    per_state = {}
+    try:
+        for n in (1, threads):
+            numba.set_num_threads(n)
+            t1 = time.perf_counter()
+            km.forward_dynamics_batch(Q, U, Fp)
+            per_state[n] = 1e6 * (time.perf_counter() - t1) / n_states
+    finally:
+        numba.set_num_threads(threads)
+
+    def ratios(name: str) -> dict:
+        return {k: res[name][f"{k}_us"] / res["pinocchio"][f"{k}_us"]
+                for k in ("single", "batched")}
+
     return {"robot": kin.record.name, "states": n_states, **res,
-            "ratio": {k: res["ours"][f"{k}_us"] / res["pinocchio"][f"{k}_us"]
-                      for k in ("single", "batched")},
-            "delta_a": delta}
+            "ratio": ratios("ours"), "ratio_reference": ratios("reference"),
+            "delta_a": delta, "delta_a_reference": delta_ref,
+            "kernel": {"first_call_s": first_call, "threads": threads,
+                       "batch_1_thread_us": per_state[1],
+                       "batch_parallel_us": per_state[threads],
+                       "parallel_speedup": per_state[1] / per_state[threads]}}

@@ -53,7 +53,7 @@ from rbc.kernels.layout import (
     S_NV,
     S_NV_TREE,
 )
-from rbc.kernels.se3 import adjoint_matrix, force_cross
+from rbc.kernels.se3 import adjoint_matrix, force_cross, matvec6, mul6
 
 
 @njit(cache=True)
@@ -64,11 +64,21 @@ def world_inertias(I, IO, F, FO, Rw, pw, Iw):
     X = np.empty((6, 6))
     R = np.empty((3, 3))
     p = np.empty(3)
+    T = np.empty((6, 6))
     for x in range(nb):
-        R[:] = Rw[x].T
-        p[:] = -(R @ pw[x])
+        for r in range(3):
+            for c in range(3):
+                R[r, c] = Rw[x, c, r]
+        for r in range(3):
+            p[r] = -(R[r, 0] * pw[x, 0] + R[r, 1] * pw[x, 1] + R[r, 2] * pw[x, 2])
         adjoint_matrix(R, p, X)  # Ad(T_x_w)
-        Iw[x] = X.T @ Ib[x] @ X
+        mul6(Ib[x], X, T)
+        for r in range(6):  # Iw = Xᵀ (Ib X)
+            for c in range(6):
+                s = 0.0
+                for k in range(6):
+                    s += X[k, r] * T[k, c]
+                Iw[x, r, c] = s
 
 
 @njit(cache=True)
@@ -132,6 +142,7 @@ def rnea(I, IO, F, FO, G, V, A0, a, Iw, fext, tau):
     f = np.zeros((nb + 1, 6))
     h = np.empty(6)
     cr = np.empty(6)
+    tot = np.empty(6)
     for k in tree:
         top, low = (parent[k], child[k]) if sign[k] > 0 else (child[k], parent[k])
         s = float(sign[k])
@@ -140,10 +151,13 @@ def rnea(I, IO, F, FO, G, V, A0, a, Iw, fext, tau):
             j = e_vo[k] + d
             for r in range(6):
                 acc[low, r] += s * G[r, j] * a[j]
-        tot = acc[low] + A0[low]
-        h[:] = Iw[low] @ V[low]
+        for r in range(6):
+            tot[r] = acc[low, r] + A0[low, r]
+        matvec6(Iw[low], V[low], h)
         force_cross(V[low], h, cr)
-        f[low] = Iw[low] @ tot + cr - fext[low]
+        matvec6(Iw[low], tot, h)
+        for r in range(6):
+            f[low, r] = h[r] + cr[r] - fext[low, r]
     for t in range(tree.size - 1, -1, -1):
         k = tree[t]
         top, low = (parent[k], child[k]) if sign[k] > 0 else (child[k], parent[k])
@@ -268,7 +282,24 @@ def reduced(I, IO, F, FO, q, v, edu, f, G, V, A0, Iw, fext, E, Mr, rhs):
     crba(I, IO, F, FO, G, Iw, M)
     tau = np.empty(nv)
     loads(I, IO, F, FO, q, v, f, tau)
-    ET = np.ascontiguousarray(E[:nt])
-    Y = M @ ET
-    Mr[:] = ET.T @ Y
-    rhs[:] = E.T @ tau - ET.T @ tau_id
+    nu = E.shape[1]
+    Y = np.zeros((nt, nu))  # M_T E_T
+    for i in range(nt):
+        for k in range(nt):
+            m = M[i, k]
+            if m != 0.0:
+                for j in range(nu):
+                    Y[i, j] += m * E[k, j]
+    for a in range(nu):
+        for b in range(a, nu):
+            s = 0.0
+            for i in range(nt):
+                s += E[i, a] * Y[i, b]
+            Mr[a, b] = s
+            Mr[b, a] = s
+        s = 0.0
+        for i in range(nv):
+            s += E[i, a] * tau[i]
+        for i in range(nt):
+            s -= E[i, a] * tau_id[i]
+        rhs[a] = s

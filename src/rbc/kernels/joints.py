@@ -15,7 +15,7 @@ import math
 import numpy as np
 from numba import njit
 
-from rbc.kernels.se3 import exp3, quat_to_rotation
+from rbc.kernels.se3 import exp3, mul3, quat_to_rotation
 
 FIXED, REVOLUTE, PRISMATIC, HELICAL, UNIVERSAL, CYLINDRICAL, PLANAR, SPHERICAL, FREE = range(9)
 
@@ -39,7 +39,7 @@ def motion(code, q, axis, axis2, pitch, R0, R, p):
         R2 = np.empty((3, 3))
         exp3(axis * q[0], R1)
         exp3(axis2 * q[1], R2)
-        R[:] = R1 @ R2
+        mul3(R1, R2, R)
     elif code == CYLINDRICAL:
         exp3(axis * q[1], R)
         p[:] = axis * q[0]
@@ -48,7 +48,9 @@ def motion(code, q, axis, axis2, pitch, R0, R, p):
         n = math.sqrt(q[2] * q[2] + q[3] * q[3])
         c, s = q[2] / n, q[3] / n
         Rz = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
-        R[:] = R0 @ Rz @ R0.T
+        T = np.empty((3, 3))
+        mul3(R0, Rz, T)
+        mul3(T, R0.T.copy(), R)
         p[:] = R0[:, 0] * q[0] + R0[:, 1] * q[1]
     elif code == SPHERICAL:
         quat_to_rotation(q[0], q[1], q[2], q[3], R)

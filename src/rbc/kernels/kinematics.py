@@ -76,7 +76,9 @@ from rbc.kernels.se3 import (
     inv_compose,
     left_jacobian_inverse,
     log6,
+    matvec6,
     motion_cross,
+    mul6,
 )
 
 
@@ -146,6 +148,7 @@ def poses(I, IO, F, FO, q, Rw, pw, G):
     Jp = np.empty(3)
     S = np.empty((6, 6))
     col = np.empty(6)
+    sv = np.empty(6)
     for k in range(ne):
         n = e_nv[k]
         if n == 0:
@@ -155,8 +158,11 @@ def poses(I, IO, F, FO, q, Rw, pw, G):
                 JR, Jp)
         edge_subspace(I, IO, F, FO, k, q, S[:, :n])
         for d in range(n):
-            adjoint_apply(JR, Jp, S[:, d].copy(), col)
-            G[:, e_vo[k] + d] = col
+            for r in range(6):
+                sv[r] = S[r, d]
+            adjoint_apply(JR, Jp, sv, col)
+            for r in range(6):
+                G[r, e_vo[k] + d] = col[r]
 
 
 @njit(cache=True)
@@ -211,11 +217,14 @@ def closure(I, IO, F, FO, q, Rw, pw, G, rho, Cc, P):
         log6(DR, Dp, xi)
         rho[6 * i: 6 * i + 6] = xi
         left_jacobian_inverse(xi, Jl)
-        Rbw[:] = Rw[b].T
-        pbw[:] = -(Rbw @ pw[b])
+        for r in range(3):
+            for c2 in range(3):
+                Rbw[r, c2] = Rw[b, c2, r]
+        for r in range(3):
+            pbw[r] = -(Rbw[r, 0] * pw[b, 0] + Rbw[r, 1] * pw[b, 1] + Rbw[r, 2] * pw[b, 2])
         adjoint_matrix(Rbw, pbw, Ad)
-        Pi = Jl @ Ad
-        P[i] = Pi
+        Pi = P[i]
+        mul6(Jl, Ad, Pi)
         n = col_ptr[i + 1] - col_ptr[i]
         blk = Cc[6 * col_ptr[i]: 6 * col_ptr[i + 1]].reshape((6, n))
         blk[:] = 0.0
@@ -342,7 +351,7 @@ def velocity_product(I, IO, F, FO, q, v, Rw, pw, V, A0, P, cv):
                 adjoint_apply(FR, Fp, sd, tmp)
                 for r in range(6):
                     acc[r] -= tmp[r]
-        cv[6 * i: 6 * i + 6] = P[i] @ acc
+        matvec6(P[i], acc, cv[6 * i: 6 * i + 6])
 
 
 @njit(cache=True)

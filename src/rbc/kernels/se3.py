@@ -38,6 +38,35 @@ def cross(a, b, out):
 
 
 @njit(cache=True)
+def mul3(A, B, out):
+    """``out = A B`` for (3, 3) arrays (explicit loops: numba's ``@`` calls BLAS, ~1 µs)."""
+    for i in range(3):
+        for j in range(3):
+            out[i, j] = A[i, 0] * B[0, j] + A[i, 1] * B[1, j] + A[i, 2] * B[2, j]
+
+
+@njit(cache=True)
+def mul6(A, B, out):
+    """``out = A B`` for (6, 6) arrays."""
+    for i in range(6):
+        for j in range(6):
+            s = 0.0
+            for k in range(6):
+                s += A[i, k] * B[k, j]
+            out[i, j] = s
+
+
+@njit(cache=True)
+def matvec6(A, x, out):
+    """``out = A x`` for A (6, 6), x (6,)."""
+    for i in range(6):
+        s = 0.0
+        for k in range(6):
+            s += A[i, k] * x[k]
+        out[i] = s
+
+
+@njit(cache=True)
 def compose(R1, p1, R2, p2, R, p):
     """``T = T1 · T2``: ``R = R1 R2``, ``p = R1 p2 + p1`` (outputs must not alias inputs)."""
     for i in range(3):
@@ -322,17 +351,37 @@ def left_jacobian_inverse(xi, out):
     co = np.empty(4)
     _coefficients(xi[0] * xi[0] + xi[1] * xi[1] + xi[2] * xi[2], co)
     d, c1, c2, c3 = co[0], co[1], co[2], co[3]
-    WW = W @ W
-    Ji = np.eye(3) - 0.5 * W + d * WW
-    WV = W @ V
-    VW = V @ W
-    WVW = WV @ W
-    Q = (0.5 * V + c1 * (WV + VW + WVW) + c2 * (W @ WV + VW @ W - 3.0 * WVW)
-         + c3 * (WVW @ W + W @ WVW))
-    low = -(Ji @ Q @ Ji)
-    out[:] = 0.0
+    WW = np.empty((3, 3))
+    WV = np.empty((3, 3))
+    VW = np.empty((3, 3))
+    WVW = np.empty((3, 3))
+    WWV = np.empty((3, 3))
+    VWW = np.empty((3, 3))
+    WVWW = np.empty((3, 3))
+    WWVW = np.empty((3, 3))
+    mul3(W, W, WW)
+    mul3(W, V, WV)
+    mul3(V, W, VW)
+    mul3(WV, W, WVW)
+    mul3(W, WV, WWV)
+    mul3(VW, W, VWW)
+    mul3(WVW, W, WVWW)
+    mul3(W, WVW, WWVW)
+    Ji = np.empty((3, 3))
+    Q = np.empty((3, 3))
+    for i in range(3):
+        for j in range(3):
+            Ji[i, j] = (1.0 if i == j else 0.0) - 0.5 * W[i, j] + d * WW[i, j]
+            Q[i, j] = (0.5 * V[i, j] + c1 * (WV[i, j] + VW[i, j] + WVW[i, j])
+                       + c2 * (WWV[i, j] + VWW[i, j] - 3.0 * WVW[i, j])
+                       + c3 * (WVWW[i, j] + WWVW[i, j]))
+    T = np.empty((3, 3))
+    low = np.empty((3, 3))
+    mul3(Ji, Q, T)
+    mul3(T, Ji, low)
     for i in range(3):
         for j in range(3):
             out[i, j] = Ji[i, j]
             out[3 + i, 3 + j] = Ji[i, j]
-            out[3 + i, j] = low[i, j]
+            out[3 + i, j] = -low[i, j]
+            out[i, 3 + j] = 0.0

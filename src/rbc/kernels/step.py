@@ -43,6 +43,16 @@ OK, SINGULAR_LIFT, NOT_PD, NOT_CLOSED = 0, 1, 2, 3
 
 
 @njit(cache=True)
+def _matvec(A, x, out):
+    """``out = A x`` (loops: the sizes here are small and numba's ``@`` calls BLAS)."""
+    for i in range(A.shape[0]):
+        s = 0.0
+        for j in range(A.shape[1]):
+            s += A[i, j] * x[j]
+        out[i] = s
+
+
+@njit(cache=True)
 def _geometry(I, IO, F, FO, q, Rw, pw, G, rho, Cc, P, lu, piv):
     poses(I, IO, F, FO, q, Rw, pw, G)
     closure(I, IO, F, FO, q, Rw, pw, G, rho, Cc, P)
@@ -83,7 +93,7 @@ def evaluate(I, IO, F, FO, lu_size, q, u, f, udot, v, edu, E, Mr, rhs):
 def _dynamics(I, IO, F, FO, q, u, f, Rw, pw, G, P, lu, piv, E, udot, v, edu, Mr, rhs):
     sizes = iseg(I, IO, I_SIZES)
     nb = sizes[S_NB]
-    v[:] = E @ u
+    _matvec(E, u, v)
     V = np.empty((nb + 1, 6))
     A0 = np.empty((nb + 1, 6))
     velocities(I, IO, F, FO, q, v, Rw, pw, G, V, A0)
@@ -134,7 +144,7 @@ def curvature(I, IO, F, FO, lu_size, q, u, v, edu):
     sizes = iseg(I, IO, I_SIZES)
     E = np.empty((sizes[S_NV], sizes[S_NU]))
     lift_matrix(I, IO, F, FO, Cc, lu, piv, E)
-    v[:] = E @ u
+    _matvec(E, u, v)
     nb = sizes[S_NB]
     V = np.empty((nb + 1, 6))
     A0 = np.empty((nb + 1, 6))
@@ -159,7 +169,8 @@ def _close(I, IO, F, FO, q, E, x0, x, tol, max_iter, Rw, pw, G, rho, Cc, P, lu, 
     du = np.zeros(nu)
     for n in range(keep_u.size):
         du[keep_u[n]] = x[n] - x0[n]
-    dv = E @ du
+    dv = np.empty(nv)
+    _matvec(E, du, dv)
     for n in range(keep_u.size):
         dv[ind[keep_u[n]]] = 0.0
     qn = np.empty(nq)
