@@ -111,19 +111,30 @@ def spring_wrenches(I, IO, F, FO, Rw, pw, V, fext):
     pb = np.empty(3)
     va = np.empty(3)
     vb = np.empty(3)
+    n = np.empty(3)
+    fa = np.empty(3)
+    fb = np.empty(3)
     for s in range(ns):
         a, b = body[2 * s], body[2 * s + 1]
-        pa[:] = Rw[a] @ xyz[6 * s: 6 * s + 3] + pw[a]
-        pb[:] = Rw[b] @ xyz[6 * s + 3: 6 * s + 6] + pw[b]
+        for i in range(3):
+            pa[i] = pw[a, i]
+            pb[i] = pw[b, i]
+            for k in range(3):
+                pa[i] += Rw[a, i, k] * xyz[6 * s + k]
+                pb[i] += Rw[b, i, k] * xyz[6 * s + 3 + k]
         _point_velocity(V[a], pa, va)
         _point_velocity(V[b], pb, vb)
-        d = pb - pa
-        length = math.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
-        n = d / length
-        rate = n[0] * (vb[0] - va[0]) + n[1] * (vb[1] - va[1]) + n[2] * (vb[2] - va[2])
+        length = math.sqrt((pb[0] - pa[0]) ** 2 + (pb[1] - pa[1]) ** 2 + (pb[2] - pa[2]) ** 2)
+        rate = 0.0
+        for i in range(3):
+            n[i] = (pb[i] - pa[i]) / length
+            rate += n[i] * (vb[i] - va[i])
         t = coef[3 * s] * (length - coef[3 * s + 1]) + coef[3 * s + 2] * rate
-        _add_point_force(fext[a], pa, t * n)
-        _add_point_force(fext[b], pb, -t * n)
+        for i in range(3):
+            fa[i] = t * n[i]
+            fb[i] = -t * n[i]
+        _add_point_force(fext[a], pa, fa)
+        _add_point_force(fext[b], pb, fb)
 
 
 @njit(cache=True)

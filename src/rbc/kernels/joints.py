@@ -15,43 +15,57 @@ import math
 import numpy as np
 from numba import njit
 
-from rbc.kernels.se3 import exp3, mul3, quat_to_rotation
+from rbc.kernels.se3 import exp3_scaled, mul3, quat_to_rotation
 
 FIXED, REVOLUTE, PRISMATIC, HELICAL, UNIVERSAL, CYLINDRICAL, PLANAR, SPHERICAL, FREE = range(9)
 
 
 @njit(cache=True)
+def _identity(R):
+    for i in range(3):
+        for j in range(3):
+            R[i, j] = 1.0 if i == j else 0.0
+
+
+@njit(cache=True)
 def motion(code, q, axis, axis2, pitch, R0, R, p):
     """``Q(q) = T_Jb_Jc``: writes R (3, 3) and p (3,)."""
-    p[:] = 0.0
+    p[0] = 0.0
+    p[1] = 0.0
+    p[2] = 0.0
     if code == FIXED:
-        R[:] = np.eye(3)
+        _identity(R)
     elif code == REVOLUTE:
-        exp3(axis * q[0], R)
+        exp3_scaled(axis, q[0], R)
     elif code == PRISMATIC:
-        R[:] = np.eye(3)
-        p[:] = axis * q[0]
+        _identity(R)
+        for i in range(3):
+            p[i] = axis[i] * q[0]
     elif code == HELICAL:
-        exp3(axis * q[0], R)
-        p[:] = axis * (pitch * q[0])
+        exp3_scaled(axis, q[0], R)
+        for i in range(3):
+            p[i] = axis[i] * (pitch * q[0])
     elif code == UNIVERSAL:
         R1 = np.empty((3, 3))
         R2 = np.empty((3, 3))
-        exp3(axis * q[0], R1)
-        exp3(axis2 * q[1], R2)
+        exp3_scaled(axis, q[0], R1)
+        exp3_scaled(axis2, q[1], R2)
         mul3(R1, R2, R)
     elif code == CYLINDRICAL:
-        exp3(axis * q[1], R)
-        p[:] = axis * q[0]
+        exp3_scaled(axis, q[1], R)
+        for i in range(3):
+            p[i] = axis[i] * q[0]
     elif code == PLANAR:
         # Q = R0·(Rz(θ), [x, y, 0])·R0ᵀ with cos θ, sin θ stored (normalised here)
         n = math.sqrt(q[2] * q[2] + q[3] * q[3])
         c, s = q[2] / n, q[3] / n
-        Rz = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
-        T = np.empty((3, 3))
-        mul3(R0, Rz, T)
-        mul3(T, R0.T.copy(), R)
-        p[:] = R0[:, 0] * q[0] + R0[:, 1] * q[1]
+        for i in range(3):
+            a0 = R0[i, 0] * c + R0[i, 1] * s  # (R0 Rz)[i, 0]
+            a1 = -R0[i, 0] * s + R0[i, 1] * c  # (R0 Rz)[i, 1]
+            a2 = R0[i, 2]
+            for j in range(3):
+                R[i, j] = a0 * R0[j, 0] + a1 * R0[j, 1] + a2 * R0[j, 2]
+            p[i] = R0[i, 0] * q[0] + R0[i, 1] * q[1]
     elif code == SPHERICAL:
         quat_to_rotation(q[0], q[1], q[2], q[3], R)
     else:  # FREE: [x, y, z, w, qx, qy, qz]
@@ -62,26 +76,34 @@ def motion(code, q, axis, axis2, pitch, R0, R, p):
 @njit(cache=True)
 def subspace(code, q, axis, axis2, pitch, R0, S):
     """``S(q)`` (6, nv) angular-first in Jc (writes S, shape (6, nv))."""
-    S[:] = 0.0
+    for r in range(6):
+        for c in range(S.shape[1]):
+            S[r, c] = 0.0
     if code == REVOLUTE:
-        S[:3, 0] = axis
+        for i in range(3):
+            S[i, 0] = axis[i]
     elif code == PRISMATIC:
-        S[3:, 0] = axis
+        for i in range(3):
+            S[3 + i, 0] = axis[i]
     elif code == HELICAL:
-        S[:3, 0] = axis
-        S[3:, 0] = pitch * axis
+        for i in range(3):
+            S[i, 0] = axis[i]
+            S[3 + i, 0] = pitch * axis[i]
     elif code == UNIVERSAL:
         R2 = np.empty((3, 3))
-        exp3(axis2 * q[1], R2)
-        S[:3, 0] = R2.T @ axis
-        S[:3, 1] = axis2
+        exp3_scaled(axis2, q[1], R2)
+        for i in range(3):
+            S[i, 0] = R2[0, i] * axis[0] + R2[1, i] * axis[1] + R2[2, i] * axis[2]
+            S[i, 1] = axis2[i]
     elif code == CYLINDRICAL:
-        S[3:, 0] = axis
-        S[:3, 1] = axis
+        for i in range(3):
+            S[3 + i, 0] = axis[i]
+            S[i, 1] = axis[i]
     elif code == PLANAR:
-        S[3:, 0] = R0[:, 0]
-        S[3:, 1] = R0[:, 1]
-        S[:3, 2] = R0[:, 2]
+        for i in range(3):
+            S[3 + i, 0] = R0[i, 0]
+            S[3 + i, 1] = R0[i, 1]
+            S[i, 2] = R0[i, 2]
     elif code == SPHERICAL:
         for i in range(3):
             S[i, i] = 1.0
@@ -97,8 +119,10 @@ def subspace_rate(code, q, v, axis, axis2, out):
     if code != UNIVERSAL:
         return False
     R2 = np.empty((3, 3))
-    exp3(axis2 * q[1], R2)
-    b = R2.T @ axis
+    exp3_scaled(axis2, q[1], R2)
+    b = np.empty(3)
+    for i in range(3):
+        b[i] = R2[0, i] * axis[0] + R2[1, i] * axis[1] + R2[2, i] * axis[2]
     k = -v[1] * v[0]
     out[0] = k * (axis2[1] * b[2] - axis2[2] * b[1])
     out[1] = k * (axis2[2] * b[0] - axis2[0] * b[2])
@@ -183,7 +207,9 @@ def integrate(code, q, v, out):
         wwl[0] = om[1] * wl[2] - om[2] * wl[1]
         wwl[1] = om[2] * wl[0] - om[0] * wl[2]
         wwl[2] = om[0] * wl[1] - om[1] * wl[0]
-        d = lin + b * wl + c * wwl  # V(ω) v
+        d = np.empty(3)
+        for i in range(3):
+            d[i] = lin[i] + b * wl[i] + c * wwl[i]  # V(ω) v
         for i in range(3):
             out[i] = q[i] + R[i, 0] * d[0] + R[i, 1] * d[1] + R[i, 2] * d[2]
         qq = np.empty(4)
