@@ -82,14 +82,14 @@ def mjcf_readback(model: CompiledModel, mjcf_path: str | Path,
 
     from rbc.backends.mjcf_export import export_mjcf
     from rbc.backends.mjcf_import import file_free_copy
-    from rbc.backends.record_writer import ModelImportError, read_xml
+    from rbc.backends.record_writer import read_xml
 
     part = partition or _default_partition(model)
     exp = export_mjcf(model, part)
+    text = etree.tostring(file_free_copy(read_xml(mjcf_path, "mujoco")), encoding="unicode")
     try:
-        text = etree.tostring(file_free_copy(read_xml(mjcf_path, "mujoco")), encoding="unicode")
         m = mujoco.MjModel.from_xml_string(text)
-    except (ModelImportError, ValueError) as err:
+    except ValueError as err:
         return [make_check("export.mjcf.readback.load", np.nan, 0.0, "1",
                            f"MuJoCo cannot load {mjcf_path}: {' '.join(str(err).split())}"),
                 *_not_evaluated("the file does not load")]
@@ -397,7 +397,9 @@ def check_inputs(model: CompiledModel, mjcf_path: str | Path | None,
     if mjcf_path is not None and not Path(mjcf_path).is_file():
         raise UsageError(f"--mjcf {mjcf_path}: no such file")
     if pinocchio_dir is not None:
-        urdf = Path(pinocchio_dir) / f"{model.record.name}.urdf"
+        from rbc.backends.pinocchio import urdf_name
+
+        urdf = Path(pinocchio_dir) / urdf_name(model)
         if not Path(pinocchio_dir).is_dir() or not urdf.is_file():
             raise UsageError(f"--pinocchio {pinocchio_dir}: expected a directory written by "
                              f"`rbc compile --pinocchio` holding {urdf.name}")
@@ -405,9 +407,17 @@ def check_inputs(model: CompiledModel, mjcf_path: str | Path | None,
 
 def _guarded(name: str, path: str | Path, readback, model: CompiledModel) -> list[Check]:
     """``readback(model, path)``, or one failed check ``name`` when the export cannot be
-    loaded or compared (the files are untrusted input: any loader error is a finding)."""
+    loaded or compared (the files are untrusted input: any loader error is a finding).
+
+    A file that cannot be read safely at all (not a regular file, over a size limit, a YAML
+    alias bomb: :class:`rbc.errors.InputError` from :mod:`rbc.safeio`) is a user error and
+    propagates (exit 2, naming the file)."""
+    from rbc.errors import InputError
+
     try:
         return readback(model, path)
+    except InputError:
+        raise
     except Exception as err:  # noqa: BLE001 — MuJoCo/Pinocchio/lxml raise many types
         return [Check(name, float("nan"), 0.0, "1", False,
                       f"cannot read back {path} against {model.record.name}: "
