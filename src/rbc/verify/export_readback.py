@@ -82,14 +82,14 @@ def mjcf_readback(model: CompiledModel, mjcf_path: str | Path,
 
     from rbc.backends.mjcf_export import export_mjcf
     from rbc.backends.mjcf_import import file_free_copy
-    from rbc.backends.record_writer import read_xml
+    from rbc.backends.record_writer import ModelImportError, read_xml
 
     part = partition or _default_partition(model)
     exp = export_mjcf(model, part)
-    text = etree.tostring(file_free_copy(read_xml(mjcf_path, "mujoco")), encoding="unicode")
-    try:
+    try:  # malformed XML (ModelImportError) and a model MuJoCo refuses (ValueError) alike
+        text = etree.tostring(file_free_copy(read_xml(mjcf_path, "mujoco")), encoding="unicode")
         m = mujoco.MjModel.from_xml_string(text)
-    except ValueError as err:
+    except (ModelImportError, ValueError) as err:
         return [make_check("export.mjcf.readback.load", np.nan, 0.0, "1",
                            f"MuJoCo cannot load {mjcf_path}: {' '.join(str(err).split())}"),
                 *_not_evaluated("the file does not load")]
