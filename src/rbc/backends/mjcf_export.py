@@ -286,7 +286,7 @@ class MjcfExport:
                 out.append(sp.quat_from_rotation(R))
             elif mj.edge not in done:
                 done.add(mj.edge)
-                j, B = _edge_joint(model, mj.edge)
+                j, B = edge_joint(model, mj.edge)
                 out.append(mj_qpos(j, np.asarray(q)[model.q_slice(mj.edge)], B))
         return np.concatenate(out) if out else np.zeros(0)
 
@@ -305,7 +305,7 @@ class MjcfExport:
                                for n, e in enumerate(mj.group)])
             elif mj.edge not in done:
                 done.add(mj.edge)
-                j, B = _edge_joint(model, mj.edge)
+                j, B = edge_joint(model, mj.edge)
                 blocks.append([(model.v_slice(mj.edge).start,
                                 velocity_block(j, np.asarray(q)[model.q_slice(mj.edge)], B))])
         rows = sum(b[0][1].shape[0] for b in blocks)
@@ -360,7 +360,7 @@ def mjcf_body(name: str) -> str:
     return "world.record" if name == "world" else name
 
 
-def _edge_joint(model: CompiledModel, k: int) -> tuple[Joint, pin.SE3]:
+def edge_joint(model: CompiledModel, k: int) -> tuple[Joint, pin.SE3]:
     """The joint of edge k as exported, and the frame ``B`` its ball/planar/free maps use:
     the tree joint and its child frame, or a split cut's own joint on its auxiliary body."""
     if k in model.chord_edges:

@@ -20,6 +20,8 @@ TARGETS: dict[str, str] = {
     "ff-ablation": "rbc.repro.ff_ablation",
     "walkers": "rbc.repro.walkers",
     "panda": "rbc.repro.panda",
+    "fig11-reconstruction": "rbc.repro.fig11_reconstruction",
+    "refinement": "rbc.repro.refinement",
 }
 
 
