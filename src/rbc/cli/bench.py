@@ -132,6 +132,39 @@ def bench_dynamics_command(
         f"(speed-up {kr['parallel_speedup']:.2f})")
 
 
+@bench_app.command("api")
+def bench_api_command(
+    bundle: Annotated[Path, typer.Argument(help="Compiled bundle (.h5).")],
+    states: Annotated[int, typer.Option("--states", min=1, max=100_000,
+                      help="Distinct states.")] = 100,
+    rounds: Annotated[int, typer.Option("--rounds", min=1, max=1000,
+                      help="Timed samples per state and side (the fastest counts).")] = 15,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """The Python API's cost over the internal calls it wraps (ratio ≤ 1.1). Exit 1 if a
+    ratio exceeds it."""
+    from rbc.bench.api import bench_api
+
+    r = bench_api(bundle, states, rounds)
+    if as_json:
+        typer.echo(json.dumps(r, indent=2))
+    else:
+        t = Table(title=f"{r['robot']}: API call vs internal call, µs per call (fastest of "
+                  f"{r['rounds']} samples per state, mean over {r['states']} states)",
+                  title_justify="left")
+        for col in ("call", "evaluator", "API [µs]", "internal [µs]", "ratio",
+                    "max |difference|"):
+            t.add_column(escape(col), justify="right", no_wrap=True)  # "[µs]": not markup
+        for name, c in r["calls"].items():
+            t.add_row(name, c["evaluator"], f"{c['api_us']:.1f}", f"{c['internal_us']:.1f}",
+                      f"{c['ratio']:.3f}", f"{c['max_difference']:.1e}")
+        con = Console(highlight=False)
+        con.print(t)
+        con.print(f"limit {r['limit']:g}: " + ("pass" if r["passed"] else "FAIL"))
+    if not r["passed"]:
+        raise typer.Exit(1)
+
+
 @bench_app.command("simulate")
 def bench_simulate_command(
     bundle: Annotated[Path, typer.Argument(help="Bundle written by `rbc compile`.")],

@@ -44,7 +44,7 @@ def compile_command(
         "--pinocchio", help="Also write a URDF + constraints.yaml into this directory.")] = None,
 ) -> None:
     """Compile a physical record into a bundle (tree, cut joints, paths, modules, partitions)."""
-    from rbc.compiler import compile_to_file
+    from rbc.api import compile as compile_record
     from rbc.errors import UsageError
     from rbc.ir.summary import summarize
     from rbc.model.modes import parse_mode_request
@@ -60,10 +60,9 @@ def compile_command(
     if modes not in (None, "all"):
         raise UsageError(f"--modes {modes}: valid choices: all (name single modes with --mode)")
     mode_requests = tuple(parse_mode_request(m) for m in mode or ())
-    report = compile_to_file(record, out, verify=not no_verify,
-                             dump_after=tuple(dump_after or ()), partitions=requests,
-                             length_scale=length_scale, modes=mode_requests,
-                             all_modes=modes == "all")
+    bundle = compile_record(record, out, verify=not no_verify, dump_after=dump_after or (),
+                            partitions=requests, length_scale=length_scale,
+                            modes=mode_requests, all_modes=modes == "all")
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     if mjcf is not None:
         from rbc.backends.mjcf_export import write_mjcf_from_bundle
@@ -74,12 +73,12 @@ def compile_command(
         from rbc.backends.pinocchio import write_pinocchio_from_bundle
 
         write_pinocchio_from_bundle(out, pinocchio)
-    for note in report.stages["parse"].notes:
+    for note in bundle.notes:
         err.print(f"note: {note}", highlight=False, markup=False)
-    for name, text in report.dumps:
+    for name, text in bundle.dumps:
         typer.echo(f"// ----- IR after {name} -----\n{text}")
     if time_passes:
-        for name, seconds in report.timings:
+        for name, seconds in bundle.timings:
             err.print(f"  {name:<8s} {1e3 * seconds:9.3f} ms")
     s = summarize(out)
     if as_json:

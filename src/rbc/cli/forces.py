@@ -84,29 +84,24 @@ def forces_command(
     """Actuator efforts (inverse dynamics) or accelerations (forward), and the reaction
     wrench of every joint, tree and cut, at one state. Exit 1 if the along-free-direction
     check fails."""
-    from rbc.model.compiled import CompiledModel
-    from rbc.model.dynamics import DynamicsData, DynamicsModel
-    from rbc.model.reactions import forces_report, resolve_request, solve_loads
-    from rbc.model.solve import get_partition
+    from rbc.api import load
 
     sets = _pairs(assignments, "--set")
     speeds = _pairs(velocity, "--velocity")
     accels = _pairs(acceleration, "--acceleration")
     efforts = _pairs(effort, "--effort") if effort else None
     wrenches = tuple(parse_wrench(w) for w in wrench or ())
-    kin = CompiledModel.from_bundle(bundle)
-    part = get_partition(kin, partition)
-    req = resolve_request(kin, part, assignments=sets, velocity=speeds,
-                          acceleration=accels or None, efforts=efforts, wrenches=wrenches)
-    dm = DynamicsModel.build(kin)
-    sol = solve_loads(dm, DynamicsData.of(dm), part, req.q, req.u, udot=req.udot,
-                      efforts=req.efforts, wrenches=req.wrenches)
-    doc = forces_report(kin, part, sol)
-    doc = {"bundle": str(bundle), **doc}
+    model = load(bundle, partition)
+    u = model.vector(speeds, "independent", "--velocity")
+    udot = model.vector(accels, "independent", "--acceleration") if accels else None
+    f = model.vector(efforts, "actuators", "--effort") if efforts else None
+    state = model.close(sets, speeds=u)
+    sol = model.reactions(state, udot=udot, efforts=f, wrenches=wrenches)
+    doc = {"bundle": str(bundle), **model.forces_report(sol)}
     if as_json:
         typer.echo(json.dumps(doc, indent=2))
     else:
-        _print(kin.record.name, doc)
+        _print(model.name, doc)
     if not doc["checks"]["passed"]:
         raise typer.Exit(1)
 

@@ -32,9 +32,9 @@ def solve_command(
 ) -> None:
     """Close the loops with the named independent coordinates prescribed (others keep q_ref,
     or their --guess values)."""
+    from rbc.api import load
     from rbc.errors import UsageError
-    from rbc.model.compiled import CompiledModel
-    from rbc.model.solve import configuration_by_joint, parse_assignment, parse_guess, solve_named
+    from rbc.model.solve import parse_assignment, parse_guess
     from rbc.safeio import named_values
 
     pairs = named_values(assignments, "--set", parse_assignment)
@@ -44,12 +44,13 @@ def solve_command(
         if name in guesses:
             raise UsageError(f"--guess {name}: given twice; give each name once")
         guesses[name] = value
-    model = CompiledModel.from_bundle(bundle)
-    result = solve_named(model, partition, pairs, guesses)
+    model = load(bundle, partition)
+    state = model.close(pairs, guess=guesses or None)
+    result = state.solve
     err = Console(stderr=True, highlight=False)
     for note in result.notes:
         err.print(f"note: {note}", markup=False)
-    config = configuration_by_joint(model, result.q)
+    config = model.joint_values(state)
     if as_json:
         typer.echo(json.dumps({"partition": result.partition, "configuration": config,
                                "residual": result.residual, "iterations": result.iterations,
@@ -57,7 +58,7 @@ def solve_command(
                                "notes": list(result.notes), "events": list(result.events)},
                               indent=2))
         return
-    t = Table(title=f"{model.record.name}: closed configuration (partition "
+    t = Table(title=f"{model.name}: closed configuration (partition "
               f"{result.partition})", title_justify="left")
     t.add_column("joint")
     t.add_column("value [rad or m]", justify="right")

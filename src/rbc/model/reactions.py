@@ -267,7 +267,7 @@ def solve_loads(dm: DynamicsModel, data: DynamicsData, part: Partition, q: np.nd
     else:
         udot = np.zeros(part.independent.size) if udot is None else np.asarray(udot, float)
         bare = reduced_terms(dm, data, part, q, u, None, wrenches)
-        f, null = _port_efforts(dm, bare, udot)
+        f, null = port_efforts(dm, bare, udot)
         terms = reduced_terms(dm, data, part, q, u, f, wrenches, lifted=bare.lifted)
         mode = "inverse"
     reactions = joint_reactions(dm, data, q, terms, udot, f, wrenches)
@@ -275,9 +275,14 @@ def solve_loads(dm: DynamicsModel, data: DynamicsData, part: Partition, q: np.nd
                         tree_acceleration(terms, udot), udot, f, null, reactions)
 
 
-def _port_efforts(dm: DynamicsModel, terms: ReducedTerms, udot: np.ndarray
-                  ) -> tuple[np.ndarray, int]:
-    """Minimum-norm port efforts with ``Lᵀ f = M_r u̇ + h_r − τ_r`` and dim null(Lᵀ)."""
+def port_efforts(dm: DynamicsModel, terms: ReducedTerms, udot: np.ndarray
+                 ) -> tuple[np.ndarray, int]:
+    """Minimum-norm port efforts f (n_act,) with ``Lᵀ f = M_r u̇ + h_r − τ_r`` (Coulomb
+    friction included) and dim null(Lᵀ); ``terms`` without port efforts.
+
+    Raises:
+        ForcesError: the actuators cannot produce ``udot`` (names the unmet coordinates).
+    """
     L = actuator_map(dm.kin, terms.lifted.E)  # (n_act, n_u)
     need = inverse_dynamics(terms, udot) - terms.tau_coulomb
     f, _, rank, _ = np.linalg.lstsq(L.T, need, rcond=None)
