@@ -22,6 +22,7 @@ TARGETS: dict[str, str] = {
     "panda": "rbc.repro.panda",
     "fig11-reconstruction": "rbc.repro.fig11_reconstruction",
     "refinement": "rbc.repro.refinement",
+    "table3-variants": "rbc.repro.table3_variants",
 }
 
 
