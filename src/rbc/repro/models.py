@@ -54,16 +54,17 @@ def bundle(name: str) -> Path:
     return out
 
 
-def compiled_text(name: str, text: str):
+def compiled_text(name: str, text: str, **options):
     """The :class:`~rbc.model.compiled.CompiledModel` of a record given as YAML text (an
-    edited shipped record), compiled with the default options into this process's scratch
+    edited shipped record), compiled with ``options`` of
+    :func:`rbc.compiler.compile_record` (default: none) into this process's scratch
     directory as ``<name>.yaml`` / ``<name>.h5`` (``name``: a plain file stem)."""
     from rbc.compiler import compile_to_file
     from rbc.model.compiled import CompiledModel
 
     src = _scratch() / f"{name}.yaml"
     src.write_text(text, encoding="utf-8")
-    compile_to_file(src, _scratch() / f"{name}.h5")
+    compile_to_file(src, _scratch() / f"{name}.h5", **options)
     return CompiledModel.from_bundle(_scratch() / f"{name}.h5")
 
 
