@@ -159,6 +159,19 @@ def test_N_is_derivative_of_integrate(case):
 
 
 # ---------------------------------------------------------------- transform
+def test_value_rates_are_derivatives_of_the_values(case):
+    """value_rates(q, v) = d/dt limited_coordinates(q ⊕ t v) at t = 0 (centred differences,
+    h = 1e-6: truncation and round-off ≲ 1e-9), for every kind with scalar values."""
+    _, kind, rng = case
+    if not kind.limited or len(kind.limited) != kind.nv:
+        pytest.skip(f"{kind.type} joints have no scalar values")
+    q, v = kind.random(rng), rng.standard_normal(kind.nv)
+    h = 1e-6
+    fd = (kind.limited_coordinates(kind.integrate(q, h * v))
+          - kind.limited_coordinates(kind.integrate(q, -h * v))) / (2 * h)
+    np.testing.assert_allclose(kind.value_rates(q, v), fd, atol=1e-8)
+
+
 def test_transform_is_A_Q_Binv(case):
     joint, kind, rng = case
     q = kind.random(rng)
