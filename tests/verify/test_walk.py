@@ -134,3 +134,24 @@ def test_readback_of_a_broken_export(bundle, tmp_path, capsys):
     code = main(["verify", b, "--mjcf", str(tmp_path / "none.xml")])
     _, err = capsys.readouterr()
     assert code == 2 and "--mjcf" in err and "no such file" in err
+
+
+@pytest.mark.slow
+def test_verify_dynamics_on_the_general_platform(hard_bundle, capsys, tmp_path):
+    """Acceptance (#12): `rbc verify --dynamics` on the general 6-6 platform passes, and its
+    default 100 walk samples cover ≥ 50 % of every leg's ±0.35 m limit range (the limits
+    bound the reachable range, so this understates the coverage of what is reachable;
+    measured 80–98 %). The acceptance's "under 2 minutes" with the default 48 + 48 dynamics
+    states is a wall-clock figure measured by hand (42 s, docs/kinematics.md), not here: 4
+    states per set keep this test short."""
+    out = tmp_path / "v66.json"
+    code = main(["verify", str(hard_bundle("stewart66")), "--dynamics", "--dynamics-samples",
+                 "4", "--json", str(out)])
+    capsys.readouterr()
+    doc = json.loads(out.read_text())
+    checks = {c["name"]: c for c in doc["checks"]}
+    assert code == 0 and doc["passed"]
+    cov = checks["sampling.coverage"]
+    assert cov["value"] >= 0.5, cov["detail"]
+    assert all(f"P{i} [" in cov["detail"] for i in range(1, 7))
+    assert checks["dynamics.delta_a.kkt50"]["value"] <= 1e-11
