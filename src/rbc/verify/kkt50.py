@@ -4,21 +4,37 @@ The reference shares no code with the lift (``E``, ``Ė``) or the closure Jacobi
 :mod:`rbc.model.kinematics`. It takes double-precision Pinocchio tree terms (``M_T``,
 ``h_T``, ``g_T`` from :func:`rbc.model.dynamics.tree_terms`; efforts from
 :func:`~rbc.model.dynamics.passive_efforts`, :func:`~rbc.model.dynamics.wrench_efforts`
-and the port efforts) and builds the constraint rows of every cut joint itself from
-Pinocchio frame Jacobians of the tree model.
+and the port efforts) and builds the constraint rows of every cut joint itself, in 50
+digits, from the tree model's placements and joint transforms.
 
 **Constraint rows.** For a cut joint e = (b, c) let ``Jb`` be the joint frame ``A_e`` on body
 b and ``Jc`` the frame ``B_e`` on body c, both placed through the *tree*. With ``V_b``,
 ``V_c`` their twists in their own (LOCAL) frames and ``X = Ad(T_Jc_Jb)`` (from the tree
 placements), the relative twist of Jc w.r.t. Jb written in Jc is
-``V_rel = V_c − X V_b = J_rel v_T`` with ``J_rel = J_c − X J_b`` (Pinocchio
-``getFrameJacobian(…, LOCAL)``). The joint allows exactly ``V_rel = S_e(q_e) q̇_e`` (S_e: the
-cut joint's motion subspace in Jc). Splitting the 6 rows with the invertible
+``V_rel = V_c − X V_b = J_rel v_T`` with ``J_rel = J_c − X J_b`` (LOCAL frame Jacobians, as
+Pinocchio's ``getFrameJacobian(…, LOCAL)``). The joint allows exactly ``V_rel = S_e(q_e) q̇_e``
+(S_e: the cut joint's motion subspace in Jc). Splitting the 6 rows with the invertible
 ``[P_e; S_e⁺]`` (``P_e``: the annihilator of S_e, ``P_e S_e = 0``, 6 − nv_e rows: spherical 3,
 universal 4, revolute/prismatic/helical 5, cylindrical 4, fixed 6):
 
 * physical rows ``P_e J_rel v_T = 0`` (no cut coordinates);
 * rate rows ``q̇_e = K_e v_T`` with ``K_e = S_e⁺ J_rel`` (the massless cut coordinates).
+
+**The rows in 50 digits** (:func:`cut_rows`). The frame Jacobians are not Pinocchio's: those
+go through world placements in double precision, so every column carries ε·(distance from
+the world origin) of rounding, and a structural zero — the idle spin of a rod between two
+balls moves neither ball centre — becomes ~1e-17. On a light part that is the whole error:
+the constraint force λ (~1 N) then leaks ε·λ into an equation whose inertia is ~1e-10, and
+this reference was itself 1e-11 – 2e-10 off the exact answer on the RSSR of
+docs/dynamics.md with a 1e-5 kg coupler. Instead the tree's own data in double — each
+joint's placement and its joint transform and motion subspace at q (Pinocchio's
+``jointPlacements`` and ``data.joints[i].M``, ``.S`` after ``forwardKinematics``), the
+frame placements and ``A_e``, ``B_e`` — are composed in 50 digits: the Jacobian column of an
+ancestor joint j in frame f is ``Ad(T_f_j) S_j`` with ``T_f_j`` exact for those data, so a
+column that is zero by construction is zero. ``P_e`` is the double-precision annihilator
+(the same row basis as the drift) projected to ``P_e S_e = 0`` in 50 digits, and
+``S_e⁺ = (S_eᵀS_e)⁻¹S_eᵀ``. The drift γ stays in double: its rounding moves the particular
+solution ``a_p`` within the row space of J, which the light directions are orthogonal to.
 
 **Acceleration level.** ``d/dt X = −ad(V_rel) X`` gives
 ``V̇_rel = J_rel v̇_T + γ₆``, ``γ₆ = a⁰_c − X a⁰_b + V_rel × (X V_b)`` with ``a⁰`` the LOCAL
@@ -55,7 +71,7 @@ retained right singular vectors (Householder reflections, Golub & Van Loan §5.2
 ``Z_f = [Z; K Z]`` the reference's own null space over all coordinates (``ind``: the
 partition's independent v-indices), then the double-precision terms are evaluated at v*.
 
-**Pieces.** :func:`problem` assembles the double-precision data (rows, drift, terms,
+**Pieces.** :func:`problem` assembles the data (50-digit rows; double drift, terms,
 efforts, v*), :func:`accelerations` solves it in 50 digits (:func:`solve` is the two);
 for the reference-sensitivity study (docs/repro.md) :func:`accelerations` also takes
 another basis of the rows (a subset, a recombination), and :func:`accelerations_double`
@@ -97,18 +113,23 @@ class CutRows:
     """Constraint rows of all cut joints at one configuration (tree columns, rbc order).
 
     Attributes:
-        J: (m, nv_T) physical rows ``P_e J_rel`` [rad/s, m/s per unit v].
-        K: (nv_C, nv_T) rate rows: cut-coordinate speeds from tree speeds.
+        J: (m, nv_T) physical rows ``P_e J_rel`` [rad/s, m/s per unit v], rounded from Jm.
+        K: (nv_C, nv_T) rate rows: cut-coordinate speeds from tree speeds, rounded from Km.
         cut_cols: (nv_C,) v-indices of the cut coordinates in the order of K.
+        Jm, Km: the same rows in 50 digits (mp matrices; module docstring).
     """
 
     J: np.ndarray
     K: np.ndarray
     cut_cols: np.ndarray
+    Jm: mpmath.matrix | None = None
+    Km: mpmath.matrix | None = None
 
 
-def chord_frames(dm: DynamicsModel, e: int) -> tuple[int, pin.SE3, int, pin.SE3]:
-    """``(joint_b, T_jointb_Jb, joint_c, T_jointc_Jc)`` of cut edge e in the tree model."""
+def chord_hosts(dm: DynamicsModel, e: int
+                ) -> tuple[tuple[int, pin.SE3, pin.SE3], tuple[int, pin.SE3, pin.SE3]]:
+    """``((joint_b, T_jointb_bodyb, A_e), (joint_c, T_jointc_bodyc, B_e))`` of cut edge e in
+    the tree model: each side's Pinocchio joint, its body frame there, the cut frame on it."""
     t, k = dm.tree, dm.kin
 
     def host(v: int) -> tuple[int, pin.SE3]:
@@ -117,9 +138,13 @@ def chord_frames(dm: DynamicsModel, e: int) -> tuple[int, pin.SE3, int, pin.SE3]
         f = t.model.frames[int(t.body_frame[v])]
         return int(f.parentJoint), f.placement
 
-    jb, Tb = host(int(k.parent[e]))
-    jc, Tc = host(int(k.child[e]))
-    return jb, Tb * k.A[e], jc, Tc * k.B[e]
+    return ((*host(int(k.parent[e])), k.A[e]), (*host(int(k.child[e])), k.B[e]))
+
+
+def chord_frames(dm: DynamicsModel, e: int) -> tuple[int, pin.SE3, int, pin.SE3]:
+    """``(joint_b, T_jointb_Jb, joint_c, T_jointc_Jc)`` of cut edge e in the tree model."""
+    (jb, Tb, A), (jc, Tc, B) = chord_hosts(dm, e)
+    return jb, Tb * A, jc, Tc * B
 
 
 def annihilator(S: np.ndarray) -> np.ndarray:
@@ -128,33 +153,130 @@ def annihilator(S: np.ndarray) -> np.ndarray:
     return U[:, S.shape[1]:].T
 
 
-def _tree_columns(dm: DynamicsModel, J_pin: np.ndarray) -> np.ndarray:
-    """Pinocchio-ordered (6, nv_pin) motion Jacobian → angular-first rows, rbc columns."""
-    out = np.empty_like(J_pin)
-    out[:, dm.tree.v_perm] = J_pin
-    return sp.from_pinocchio_motion(out)
+# ------------------------------------------------------- 50-digit tree kinematics (rows)
+
+_Pose = tuple  # (R 3×3, p 3): a rigid transform as nested lists of mpf (50 digits)
+
+
+def _pose(M: pin.SE3) -> _Pose:
+    return ([[mpmath.mpf(float(x)) for x in row] for row in M.rotation],
+            [mpmath.mpf(float(x)) for x in M.translation])
+
+
+def _rotate(R: list, x: list) -> list:
+    return [mpmath.fdot(R[i], x) for i in range(3)]
+
+
+def _compose(a: _Pose, b: _Pose) -> _Pose:
+    (Ra, pa), (Rb, pb) = a, b
+    cols = [[Rb[0][j], Rb[1][j], Rb[2][j]] for j in range(3)]
+    return ([[mpmath.fdot(Ra[i], cols[j]) for j in range(3)] for i in range(3)],
+            [x + y for x, y in zip(_rotate(Ra, pb), pa, strict=True)])
+
+
+def _inverse(a: _Pose) -> _Pose:
+    R, p = a
+    Rt = [[R[0][i], R[1][i], R[2][i]] for i in range(3)]
+    return Rt, [-x for x in _rotate(Rt, p)]
+
+
+def _act(a: _Pose, m: list) -> list:
+    """A linear-first twist ``[v; ω]`` (6 mpf) moved by the transform a: ``[R v + p × Rω; Rω]``."""
+    R, p = a
+    w = _rotate(R, m[3:])
+    v = _rotate(R, m[:3])
+    return [v[0] + p[1] * w[2] - p[2] * w[1], v[1] + p[2] * w[0] - p[0] * w[2],
+            v[2] + p[0] * w[1] - p[1] * w[0], *w]
+
+
+def _tree_poses(model: pin.Model, pd: pin.Data) -> tuple[list[_Pose], list[list[list]]]:
+    """World poses of the joints composed in 50 digits from ``jointPlacements`` and the joint
+    transforms at the q of the last ``forwardKinematics``, and each joint's motion subspace
+    columns (linear-first, joint frame)."""
+    poses: list[_Pose] = [([[mpmath.mpf(int(i == j)) for j in range(3)] for i in range(3)],
+                           [mpmath.mpf(0)] * 3)]
+    subspaces: list[list[list]] = [[]]
+    for i in range(1, model.njoints):
+        jd = pd.joints[i]
+        poses.append(_compose(_compose(poses[model.parents[i]], _pose(model.jointPlacements[i])),
+                              _pose(jd.M)))
+        S = np.asarray(jd.S, dtype=float).reshape(6, -1)
+        subspaces.append([[mpmath.mpf(float(x)) for x in S[:, c]] for c in range(S.shape[1])])
+    return poses, subspaces
+
+
+def _frame_columns(model: pin.Model, poses: list[_Pose], subspaces: list[list[list]],
+                   joint: int, placement: _Pose) -> tuple[dict[int, list], _Pose]:
+    """LOCAL linear-first Jacobian columns ``{pin v-index: [v; ω]}`` (ancestors only) of the
+    frame ``placement`` on ``joint``, and the frame's world pose, in 50 digits: the column
+    block of ancestor j is ``Ad(T_f_j) S_j``."""
+    oMf = _compose(poses[joint], placement)
+    fMo = _inverse(oMf)
+    cols: dict[int, list] = {}
+    j = joint
+    while j > 0:
+        T = _compose(fMo, poses[j])
+        for c, s_col in enumerate(subspaces[j]):
+            cols[model.joints[j].idx_v + c] = _act(T, s_col)
+        j = model.parents[j]
+    return cols, oMf
+
+
+def _exact_split(S: np.ndarray) -> tuple[list[list], list[list]]:
+    """``(P_e, S_e⁺)`` rows in 50 digits for the cut joint's motion subspace S (6, nv_e): the
+    double annihilator projected onto ``P S = 0``, and ``(SᵀS)⁻¹Sᵀ``."""
+    def rows(m: mpmath.matrix) -> list[list]:
+        return [[m[i, j] for j in range(m.cols)] for i in range(m.rows)]
+
+    P = annihilator(S)
+    if not S.shape[1]:
+        return rows(_mp(P)), []
+    Sm = _mp(S)
+    Splus = mpmath.inverse(Sm.T * Sm) * Sm.T
+    return (rows(_mp(P) - (_mp(P) * Sm) * Splus) if P.shape[0] else []), rows(Splus)
+
+
+def _rows_matrix(rows: list[list], cols: int) -> mpmath.matrix:
+    return mpmath.matrix(rows) if rows else mpmath.matrix(0, cols)
 
 
 def cut_rows(dm: DynamicsModel, data: DynamicsData, q: np.ndarray) -> CutRows:
-    """Physical and rate rows of every cut joint at q (module docstring)."""
+    """Physical and rate rows of every cut joint at q, in 50 digits and rounded (module
+    docstring)."""
     k, t = dm.kin, dm.tree
     pd = data.pin_data
-    pin.computeJointJacobians(t.model, pd, t.q_pin(q[: k.nq_tree]))
-    rows, rates, cols = [], [], []
-    for e in k.chord_edges:
-        jb, Pb, jc, Pc = chord_frames(dm, e)
-        Jb = pin.getFrameJacobian(t.model, pd, jb, Pb, pin.ReferenceFrame.LOCAL)
-        Jc = pin.getFrameJacobian(t.model, pd, jc, Pc, pin.ReferenceFrame.LOCAL)
-        X = ((pd.oMi[jc] * Pc).inverse() * (pd.oMi[jb] * Pb)).action
-        J_rel = _tree_columns(dm, Jc - X @ Jb)
-        S = k.kinds[e].motion_subspace(q[k.q_slice(e)])
-        rows.append(annihilator(S) @ J_rel)
-        rates.append(np.linalg.pinv(S) @ J_rel)
-        cols.extend(range(k.v_slice(e).start, k.v_slice(e).stop))
+    pin.forwardKinematics(t.model, pd, t.q_pin(q[: k.nq_tree]))
     nt = k.nv_tree
-    return CutRows(np.vstack(rows) if rows else np.zeros((0, nt)),
-                   np.vstack(rates) if rates else np.zeros((0, nt)),
-                   np.array(cols, dtype=np.int64))
+    rbc_column = [int(c) for c in t.v_perm]  # v_pin = v_tree[v_perm]
+    phys: list[list] = []
+    rates: list[list] = []
+    cut_cols: list[int] = []
+    with mpmath.workdps(DPS):
+        zero = mpmath.mpf(0)
+        poses, subspaces = _tree_poses(t.model, pd)
+        for e in k.chord_edges:
+            (jb, Tb, A), (jc, Tc, B) = chord_hosts(dm, e)
+            Jb, oMb = _frame_columns(t.model, poses, subspaces, jb,
+                                     _compose(_pose(Tb), _pose(A)))
+            Jc, oMc = _frame_columns(t.model, poses, subspaces, jc,
+                                     _compose(_pose(Tc), _pose(B)))
+            X = _compose(_inverse(oMc), oMb)
+            rel = dict(Jc)  # J_rel = J_c − Ad(T_Jc_Jb) J_b, column by column
+            for c, col in Jb.items():
+                rel[c] = [a - b for a, b in zip(rel.get(c, [zero] * 6), _act(X, col),
+                                                strict=True)]
+            rel = {rbc_column[c]: col[3:] + col[:3] for c, col in rel.items()}  # angular-first
+            P, Splus = _exact_split(k.kinds[e].motion_subspace(q[k.q_slice(e)]))
+            for out, basis in ((phys, P), (rates, Splus)):
+                for b in basis:
+                    row = [zero] * nt
+                    for c, col in rel.items():
+                        row[c] = mpmath.fdot(b, col)
+                    out.append(row)
+            cut_cols.extend(range(k.v_slice(e).start, k.v_slice(e).stop))
+        Jm, Km = _rows_matrix(phys, nt), _rows_matrix(rates, nt)
+        return CutRows(_np(Jm).reshape(Jm.rows, nt), _np(Km).reshape(Km.rows, nt),
+                       np.array(cut_cols, dtype=np.int64), Jm, Km)
 
 
 def cut_drift(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, v: np.ndarray
@@ -198,20 +320,26 @@ def coupling_rows(dm: DynamicsModel, rows: CutRows, rate_drift: np.ndarray | Non
         ``(G (n_c, nv_T), γ_c (n_c,))`` with ``G a_T = −γ_c`` (γ_c = 0 when rate_drift is
         None).
     """
+    CT, CC = coupling_coefficients(dm, rows)
+    G = CT + CC @ rows.K if CC.size else CT
+    gamma = CC @ rate_drift if rate_drift is not None and CC.size else np.zeros(CT.shape[0])
+    return G, gamma
+
+
+def coupling_coefficients(dm: DynamicsModel, rows: CutRows) -> tuple[np.ndarray, np.ndarray]:
+    """The couplings' coefficients ``(C_T (n_c, nv_T), C_C (n_c, nv_C))`` on the tree and cut
+    coordinates (the latter in the order of ``rows.K``): ``G = C_T + C_C K``."""
     k = dm.kin
-    nt = k.nv_tree
     cut = {int(j): n for n, j in enumerate(rows.cut_cols)}
-    G = np.zeros((len(k.coupling_rows), nt))
-    gamma = np.zeros(len(k.coupling_rows))
+    CT = np.zeros((len(k.coupling_rows), k.nv_tree))
+    CC = np.zeros((len(k.coupling_rows), rows.cut_cols.size))
     for c, terms in enumerate(k.coupling_rows):
         for vi, _, coef in terms:
-            if vi < nt:
-                G[c, vi] += coef
+            if vi < k.nv_tree:
+                CT[c, vi] += coef
             else:
-                G[c] += coef * rows.K[cut[vi]]
-                if rate_drift is not None:
-                    gamma[c] += coef * rate_drift[cut[vi]]
-    return G, gamma
+                CC[c, cut[vi]] += coef
+    return CT, CC
 
 
 def _stack(xs: list[np.ndarray]) -> np.ndarray:
@@ -288,11 +416,13 @@ class NullSpace:
     rank: int
 
 
-def null_space(J: np.ndarray) -> NullSpace:
-    """Truncated SVD and null space of J (m × n) at ``mp.dps = DPS`` (module docstring)."""
-    m, n = J.shape
+def null_space(J: np.ndarray | mpmath.matrix) -> NullSpace:
+    """Truncated SVD and null space of J (m × n; float64, or the 50-digit rows of
+    :func:`cut_rows`) at ``mp.dps = DPS`` (module docstring)."""
+    is_mp = isinstance(J, mpmath.matrix)
+    m, n = (J.rows, J.cols) if is_mp else J.shape
     with mpmath.workdps(DPS):
-        Jm = _mp(J)
+        Jm = J if is_mp else _mp(J)
         if m == 0:
             return NullSpace(mpmath.matrix(0, 0), [], mpmath.matrix(n, 0),
                              mpmath.eye(n), 0)
@@ -371,7 +501,11 @@ def problem(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, u: np.ndarray,
     rows = cut_rows(dm, data, q)
     G, _ = coupling_rows(dm, rows)
     J = np.vstack([rows.J, G])
-    ns = null_space(J)
+    CT, CC = coupling_coefficients(dm, rows)
+    with mpmath.workdps(DPS):
+        Gm = _mp(CT) + _mp(CC) * rows.Km if CC.size else _mp(CT)
+        ns = null_space(_rows_matrix(
+            [[m[i, j] for j in range(nt)] for m in (rows.Jm, Gm) for i in range(m.rows)], nt))
     ind = [int(j) for j in independent]
     if ns.Z.cols != len(ind):
         raise ReferenceMismatch(
@@ -379,7 +513,7 @@ def problem(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, u: np.ndarray,
             f"partition has {len(ind)} independent speeds")
     with mpmath.workdps(DPS):
         Zf = mpmath.matrix(k.nv, ns.Z.cols)
-        KZ = _mp(rows.K) * ns.Z if rows.K.size else mpmath.matrix(0, ns.Z.cols)
+        KZ = rows.Km * ns.Z if rows.K.size else mpmath.matrix(0, ns.Z.cols)
         for i in range(nt):
             for c in range(ns.Z.cols):
                 Zf[i, c] = ns.Z[i, c]
@@ -440,7 +574,7 @@ def accelerations(p: KKTProblem, basis: np.ndarray | None = None) -> np.ndarray:
         Z = ns.Z
         rhs = Z.T * (_mp(p.tau[:nt] - p.h) - M * a_p)
         if cut.size:
-            rhs += (_mp(p.rows.K) * Z).T * _mp(p.tau[cut])
+            rhs += (p.rows.Km * Z).T * _mp(p.tau[cut])
         a = a_p
         if Z.cols:
             a = a_p + Z * mpmath.lu_solve(Z.T * M * Z, rhs)
