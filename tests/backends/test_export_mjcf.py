@@ -346,20 +346,43 @@ def _verify(capsys, h5: Path, xml: Path) -> tuple[int, dict, str]:
     return code, {c["name"]: c for c in doc.get("checks", [])}, err
 
 
-@pytest.mark.parametrize(("case", "text"), [
-    ("malformed", "<mujoco><worldbody><body name='a'></worldbody>"),
+@pytest.mark.parametrize(("case", "text", "reason"), [
+    ("malformed", "<mujoco><worldbody><body name='a'></worldbody>", "malformed XML"),
+    ("empty", "", "malformed XML"),
+    ("binary", "\x00\x01\x02garbage\xff", "malformed XML"),
+    ("other_root", "<robot name='r'><link name='a'/></robot>", "is not <mujoco>"),
     ("refused", "<mujoco><worldbody><body name='a'><joint type='hinge'/></body></worldbody>"
-                "</mujoco>"),
+                "</mujoco>", "mass and inertia"),
 ])
-def test_verify_mjcf_load_failures_are_named_checks(tmp, capsys, case, text):
+def test_verify_mjcf_load_failures_are_named_checks(tmp, capsys, case, text, reason):
+    """A file that is not an MJCF MuJoCo loads fails ``export.mjcf.readback.load`` with the
+    parser's or MuJoCo's message (exit 1), the other readback checks not evaluated."""
     h5, _ = bundle("fourbar", tmp)
     xml = tmp / f"{case}.xml"
     xml.write_text(text)
     code, checks, err = _verify(capsys, h5, xml)
     load = checks["export.mjcf.readback.load"]
     assert code == 1 and not load["passed"] and "MuJoCo cannot load" in load["detail"]
+    assert reason in load["detail"], load["detail"]
     assert "Traceback" not in err
     assert checks["export.mjcf.readback.mass_matrix"]["detail"].startswith("not evaluated")
+
+
+def test_verify_mjcf_unreadable_input_exit_2(tmp, capsys):
+    """Not a regular file, or over the model size limit: exit 2 naming the file, no report
+    and no traceback."""
+    h5, _ = bundle("fourbar", tmp)
+    big = tmp / "big.xml"
+    big.write_text("<mujoco>" + " " * 4096 + "</mujoco>")
+    for args, says in (((tmp,), "--mjcf"),
+                       ((big, "--limit", "model=1K"), "big.xml")):
+        out = tmp / "unreadable.verify.json"
+        limit = list(args[1:])
+        code = main([*limit, "verify", str(h5), "--samples", "2", "--mjcf", str(args[0]),
+                     "--json", str(out)])
+        err = capsys.readouterr().err
+        assert code == 2 and says in err and "Traceback" not in err, err
+        assert not out.exists()
 
 
 def test_verify_mjcf_of_another_model_fails_structure(tmp, capsys):

@@ -19,6 +19,7 @@ from rbc.model.reactions import (
     ForcesError,
     solve_loads,
 )
+from rbc.model.partition import lift
 from rbc.model.solve import resolve_targets, solve
 from rbc.verify.newton_euler import NewtonEuler
 from rbc.verify.states import make_states
@@ -40,7 +41,7 @@ HAND_RTOL = 1e-9
 def _dyn(name: str, path: str | None = None):
     """(model, partition, dynamics model, data, Newton–Euler) of a shipped record, the
     conformance record (``fourbar_v1``) or a record file written by :func:`_variant`."""
-    if name in SHIPPED:
+    if name in SHIPPED or (path is None and (RECORDS / f"{name}.yaml").exists()):
         kin, part = compiled(name)
     else:
         _, report = compile_record(path or EXAMPLES / "fourbar_v1.yaml")
@@ -138,13 +139,18 @@ def _compare_with_ne(models, n: int = 10, seed: int = 11) -> tuple[float, float]
     kin, part, dm, data, ne = models
     set_a, set_b = make_states(kin, part, n, seed)
     rng = np.random.default_rng(seed)
+    # fully actuated: L (n_act × n_u) has rank n_u (a floating base is not: Go2 in flight)
+    L = actuator_map(kin, lift(kin, part, part.q_ref).E)
+    actuated = np.linalg.matrix_rank(L) == part.independent.size
     worst = res = 0.0
     for s in (*set_a, *set_b):
         if s.set == "A":  # forward dynamics with the state's efforts
             sol = solve_loads(dm, data, part, s.q, s.u, efforts=s.f, wrenches=s.wrenches)
-        else:  # inverse dynamics at random accelerations
-            udot = rng.uniform(-1.0, 1.0, s.u.size)
-            if kin.record.actuators:
+        else:  # inverse dynamics at random accelerations where the actuators can realize
+            udot = rng.uniform(-1.0, 1.0, s.u.size)  # them, else forward with s.f
+            if not actuated:
+                sol = solve_loads(dm, data, part, s.q, s.u, efforts=s.f, wrenches=s.wrenches)
+            elif kin.record.actuators:
                 sol = solve_loads(dm, data, part, s.q, s.u, udot=udot, wrenches=s.wrenches)
                 assert np.allclose(sol.udot, udot)
             else:
@@ -158,8 +164,17 @@ def _compare_with_ne(models, n: int = 10, seed: int = 11) -> tuple[float, float]
     return worst, res
 
 
-@pytest.mark.parametrize("name", [*SHIPPED, "fourbar_v1"])
+#: Every record shipped in records/ (a new one is covered without editing this file).
+EVERY_RECORD = tuple(sorted(p.stem for p in RECORDS.glob("*.yaml")))
+
+
+def test_every_shipped_record_is_covered():
+    assert set(SHIPPED) | {"panda", "go2"} <= set(EVERY_RECORD)
+
+
+@pytest.mark.parametrize("name", [*EVERY_RECORD, "fourbar_v1"])
 def test_reactions_match_newton_euler_on_shipped_records(name):
+    """20 states per record (10 of set A, 10 of set B), forward and inverse dynamics."""
     worst, res = _compare_with_ne(_dyn(name))
     assert worst <= NE_RTOL, worst
     assert res <= FREE_RESIDUAL_RTOL, res
@@ -199,8 +214,6 @@ def test_overactuated_efforts_are_minimum_norm(tmp_path):
     sol = solve_loads(dm, data, part, q, np.array([1.5]), udot=np.array([-2.0]))
     assert sol.effort_null_space == 1
     # minimum norm: f is orthogonal to the null space of Lᵀ (efforts that move nothing)
-    from rbc.model.partition import lift
-
     L = actuator_map(kin, lift(kin, part, q).E)
     null = np.linalg.svd(L.T)[2][1:].T
     assert np.abs(null.T @ sol.efforts).max() <= 1e-12 * np.abs(sol.efforts).max()

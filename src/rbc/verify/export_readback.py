@@ -83,9 +83,12 @@ def mjcf_readback(model: CompiledModel, mjcf_path: str | Path,
     from rbc.backends.mjcf_export import export_mjcf
     from rbc.backends.mjcf_import import file_free_copy
     from rbc.backends.record_writer import ModelImportError, read_xml
+    from rbc.safeio import check_regular
 
     part = partition or _default_partition(model)
     exp = export_mjcf(model, part)
+    # not a regular file, over the size limit: InputError (exit 2, naming the file)
+    check_regular(mjcf_path, "model")
     try:  # malformed XML (ModelImportError) and a model MuJoCo refuses (ValueError) alike
         text = etree.tostring(file_free_copy(read_xml(mjcf_path, "mujoco")), encoding="unicode")
         m = mujoco.MjModel.from_xml_string(text)
