@@ -130,6 +130,7 @@ def test_readback_of_a_broken_export(bundle, tmp_path, capsys):
     doc = json.loads((tmp_path / "v.json").read_text())
     check = {c["name"]: c for c in doc["checks"]}["export.mjcf.readback.load"]
     assert code == 1 and not check["passed"] and "MuJoCo cannot load" in check["detail"]
+    assert "malformed XML" in check["detail"]
     assert "Traceback" not in err
     code = main(["verify", b, "--mjcf", str(tmp_path / "none.xml")])
     _, err = capsys.readouterr()
