@@ -22,6 +22,7 @@ owns per-state scratch, as a Pinocchio ``Data``); use one per thread.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,11 @@ from rbc.model.solve import (
 __all__ = ["ApiError", "Bundle", "Lift", "Model", "Ports", "State", "TaskJacobian",
            "Wrench", "compile", "load"]
 
+
+# The finiteness checks square a vector in one dot product (the cheapest test that every
+# entry is finite); entries beyond ~1e154 overflow it, and the exact check that follows then
+# accepts them: that overflow is expected here and not worth a warning.
+warnings.filterwarnings("ignore", "overflow encountered in dot", RuntimeWarning, r"rbc\.api")
 
 #: Validated wrenches a model remembers (by identity) before it forgets them all.
 MAX_CHECKED = 256
@@ -233,6 +239,10 @@ def load(path: str | Path | Bundle, partition: str | None = None) -> Model:
 
     if isinstance(path, Bundle):
         path = path.path
+    if not isinstance(path, (str, Path)):
+        raise ApiError(f"load: expected a bundle path, got {type(path).__name__}")
+    if partition is not None:
+        _name(partition, "partition")
     kin = CompiledModel.from_bundle(path)
     return Model(kin, get_partition(kin, partition), source=Path(path))
 
@@ -352,7 +362,8 @@ class Model:
             SolveError: no such partition (the stored ones listed).
         """
 
-        return Model(self.compiled, get_partition(self.compiled, name), source=self.source,
+        return Model(self.compiled, get_partition(self.compiled, _name(name, "partition")),
+                     source=self.source,
                      _dynamics=self._dynamics)
 
     def with_mode(self, name: str, anchors: np.ndarray | None = None) -> Model:
@@ -374,7 +385,7 @@ class Model:
         if self.compiled.supports:
             raise ApiError("with_mode: this model is already a support mode; call it on the "
                            "model rbc.load returned")
-        info = self.compiled.modes.get(name)
+        info = self.compiled.modes.get(_name(name, "mode"))
         if info is None:
             raise ApiError(_unknown("a compiled support mode", name, self.modes,
                                     "compile with rbc.compile(…, all_modes=True) or "
@@ -427,14 +438,15 @@ class Model:
         if independent is None:
             values: Mapping[str, float] = {}
         elif isinstance(independent, Mapping):
-            values = independent
+            values = _values(independent, "independent")
         else:
             x = _array(independent, (self._nu,), "independent")
             values = dict(zip(self._independent, x.tolist(), strict=True))
         if isinstance(guess, State):
             r = solve(k, part, resolve_targets(k, part, values), self._own(guess, "guess").q)
-        elif self._start is part.q_ref:
-            r = solve_named(k, part.name, values, guess)  # what `rbc solve` runs
+        elif self._start is part.q_ref:  # what `rbc solve` runs
+            r = solve_named(k, part.name, values,
+                            None if guess is None else _guesses(guess, "guess"))
         elif guess is None:  # a mode at other anchors: from the projected reference
             r = solve(k, part, resolve_targets(k, part, values), self._start)
         else:
@@ -458,6 +470,7 @@ class Model:
         """
 
         q = _array(q, (self.nq,), "q")
+        tol = _finite(tol, "tol")
         rho = residual(self.compiled, q)
         res = float(np.abs(rho).max(initial=0.0))
         if not res <= tol:
@@ -518,7 +531,7 @@ class Model:
         from rbc.tasks.charts import Desired, chart
 
         s = self._own(state, "state")
-        c = chart(self.compiled, task)
+        c = chart(self.compiled, _name(task, "task"))
         x = c.value(self.compiled, s.q)
         ts = c.state(self.compiled, s.q, self._lift_of(s).E, Desired(x, np.zeros(c.dim)))
         return TaskJacobian(task, x, ts.J, c.row_names())
@@ -548,7 +561,7 @@ class Model:
         """
         s = self._own(state, "state")
         f = self._vector(efforts, self._actuators, "efforts", "an actuator")
-        if not wrenches:
+        if type(wrenches) in (tuple, list) and not wrenches:
             km = self._kernel if self._kernel is not None else self._build_kernel()
             if km:
                 try:
@@ -639,8 +652,8 @@ class Model:
         from rbc.sim.backends import backend_class
 
         s = self._own(state, "state")
-        check_number("dt", dt, gt=0)
-        cls = backend_class(backend)
+        check_number("dt", _finite(dt, "dt"), gt=0)
+        cls = backend_class(_name(backend, "backend"))
         cls.check(self.compiled, self._part)
         return cls(self.compiled, self._part, s.q, self.lift(s).v, float(dt), **options)
 
@@ -655,6 +668,7 @@ class Model:
             ApiError: an unknown name (the valid ones listed), a wrong shape, a non-finite
                 value, or an unknown ``over``.
         """
+        over = _name(over, "vector: over")
         if over == "independent":
             return self._vector(values, self._independent, label or "independent",
                                 f"an independent coordinate of partition '{self.partition}'")
@@ -673,7 +687,7 @@ class Model:
             out = np.zeros(len(names))
             index = {n: i for i, n in enumerate(names)}
             for name, x in values.items():
-                i = index.get(name)
+                i = index.get(_name(name, f"{label} key"))
                 if i is None:
                     raise ApiError(_unknown(what, name, names, label=label))
                 out[i] = _finite(x, f"{label} {name}")
@@ -681,15 +695,18 @@ class Model:
         return _array(values, (len(names),), label)
 
     def _wrenches(self, wrenches: Sequence[Wrench]) -> tuple[Wrench, ...]:
+        if not isinstance(wrenches, (list, tuple)):
+            raise ApiError(f"wrenches: expected a list of rbc.Wrench(body, point, wrench), got "
+                           f"{type(wrenches).__name__}")
         out = []
         for w in wrenches:
-            if self._checked.get(id(w)) is w:  # validated before (immutable): a loop's case
+            if self._checked.get(id(w), self) is w:  # validated before (immutable): a loop's
                 out.append(w)
                 continue
             if not isinstance(w, Wrench):
                 raise ApiError(f"wrenches: expected rbc.Wrench(body, point, wrench), got "
                                f"{type(w).__name__}")
-            b = self._bodies.get(w.body)
+            b = self._bodies.get(_name(w.body, "wrench: body"))
             if b is None:
                 close = did_you_mean(w.body, self.bodies)
                 raise ApiError(f"wrench on '{w.body}': unknown body"
@@ -750,6 +767,31 @@ def _array(x, shape: tuple[int, ...], label: str) -> np.ndarray:
     if not math.isfinite(a.ravel().dot(a.ravel())) and not np.all(np.isfinite(a)):
         raise ApiError(f"{label}: every entry must be finite, got {a.tolist()}")
     return a
+
+
+def _name(x, label: str) -> str:
+    """``x`` if it is a string (a name), else ApiError."""
+    if not isinstance(x, str):
+        raise ApiError(f"{label}: expected a name (a string), got {type(x).__name__} {x!r}")
+    return x
+
+
+def _values(x: Mapping, label: str) -> dict[str, float]:
+    """``{name: finite number}`` from a mapping (names and values checked)."""
+    return {_name(k, f"{label} key"): _finite(v, f"{label} {k}") for k, v in x.items()}
+
+
+def _guesses(x, label: str) -> dict[str, tuple[float, ...]]:
+    """``{name: (value, …)}`` from ``{name: number or numbers}``."""
+    if not isinstance(x, Mapping):
+        raise ApiError(f"{label}: expected a State of this model or {{name: value(s)}}, got "
+                       f"{type(x).__name__}")
+    out = {}
+    for k, v in x.items():
+        k = _name(k, f"{label} key")
+        seq = v if isinstance(v, (list, tuple, np.ndarray)) else [v]
+        out[k] = tuple(_finite(e, f"{label} {k}") for e in np.ravel(np.asarray(seq, object)))
+    return out
 
 
 def _finite(x, label: str) -> float:
