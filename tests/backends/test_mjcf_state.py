@@ -10,9 +10,9 @@ import pytest
 
 from rbc.backends.mjcf_export import export_mjcf
 from rbc.backends.mjcf_state import tree_configuration
+from rbc.compiler import compile_to_file
 from rbc.ir import spatial as sp
 from rbc.model.compiled import CompiledModel
-from rbc.compiler import compile_to_file
 from tests.conftest import RECORDS
 
 MIXED = """rbc: 1

@@ -14,12 +14,12 @@ import yaml
 from rbc.compiler import compile_record
 from rbc.model.dynamics import DynamicsData, DynamicsModel
 from rbc.model.interfaces import actuator_map
+from rbc.model.partition import lift
 from rbc.model.reactions import (
     FREE_RESIDUAL_RTOL,
     ForcesError,
     solve_loads,
 )
-from rbc.model.partition import lift
 from rbc.model.solve import resolve_targets, solve
 from rbc.verify.newton_euler import NewtonEuler
 from rbc.verify.states import make_states

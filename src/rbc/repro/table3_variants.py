@@ -306,13 +306,10 @@ def evaluate_excavator(case: tuple) -> dict:
     out = {"variant": variant, "kkt50": 0.0, "pinocchio": 0.0, "partitions": 0.0,
            "states": 0}
     for s in make_states(kin, stroke, n, seed)[1]:
-        a = {}
-        for name, part in (("stroke", stroke), ("joint", joint)):
-            u = s.u if name == "stroke" else t_s.v[part.independent]
-            t = reduced_terms(dm, dd, part, s.q, u, s.f)
-            a[name] = tree_acceleration(t, forward_dynamics(dm, t))[:nt]
-            if name == "stroke":
-                t_s = t
+        t_s = reduced_terms(dm, dd, stroke, s.q, s.u, s.f)
+        t_j = reduced_terms(dm, dd, joint, s.q, t_s.v[joint.independent], s.f)  # same v
+        a = {name: tree_acceleration(t, forward_dynamics(dm, t))[:nt]
+             for name, t in (("stroke", t_s), ("joint", t_j))}
         ref = kkt50.solve(dm, dd, s.q, s.u, stroke.independent, s.f, ()).a
         tau = t_s.tau_full + passive_efforts(dm, s.q, t_s.v)[1]
         tau[:nt] += t_s.tree.g
