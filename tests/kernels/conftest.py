@@ -52,3 +52,6 @@ def record_dir(tmp_path_factory) -> Path:
 @pytest.fixture(params=ALL)
 def any_record(request, record_dir):
     return (request.param, *compiled_model(request.param, record_dir))
+
+
+from tests.sim.conftest import bundles  # noqa: E402,F401  (session bundles for the sim tests)

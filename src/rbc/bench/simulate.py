@@ -75,7 +75,8 @@ def peer_of(backends: Sequence[str]) -> str:
 def bench_simulate(bundle: str | Path, reference: str | Path,
                    backends: Sequence[str] = DEFAULT_BACKENDS, duration: float = 2.0,
                    dt: float = 1e-3, controller: str = "pd+ff",
-                   progress: BenchProgress | None = None) -> dict:
+                   progress: BenchProgress | None = None, evaluator: str = "kernel",
+                   integrator: str = "dopri5") -> dict:
     """Run the same simulation on each backend in turn and time it (module docstring).
 
     Args:
@@ -85,10 +86,13 @@ def bench_simulate(bundle: str | Path, reference: str | Path,
         duration: simulated time [s] (> 0).
         dt: physics step [s] (> 0); the control period is ``dt``.
         controller: ``pd``, ``pd+ff`` or ``passive``.
+        evaluator, integrator: the reduced backend's (``kernel`` | ``reference``; ``dopri5``
+            | ``rk4`` | ``RK45`` | ``DOP853``).
         progress: called with (backend, stage, fraction in [0, 1]).
 
     Returns:
-        ``{"bundle", "reference", "robot", "controller", "duration" [s], "dt" [s], "peer",
+        ``{"bundle", "reference", "robot", "controller", "evaluator", "integrator",
+        "duration" [s], "dt" [s], "peer",
         "backends": {name: {"prepare_s", "wall_s", "outside_loop_s", "duration_s",
         "real_time_factor", "physics_steps", "us_per_step", "ratio_to_peer",
         "tracking_rms" {task: m}, "port_rms" {actuator: m or rad}, "max_loop_gap" [m]}}}``,
@@ -114,8 +118,9 @@ def bench_simulate(bundle: str | Path, reference: str | Path,
 
     prepared: dict[str, Prepared] = {}
     for name in names:  # every check on every backend before the first loop runs
+        own = {"evaluator": evaluator, "integrator": integrator} if name == "reduced" else {}
         opts = SimOptions(backend=name, controller=controller, duration=duration, dt=dt,
-                          reference=Path(reference))
+                          reference=Path(reference), **own)
         prepared[name] = prepare(bundle, opts, stage(name))
     rows: dict[str, dict] = {}
     for name in names:
@@ -141,5 +146,6 @@ def bench_simulate(bundle: str | Path, reference: str | Path,
         row["ratio_to_peer"] = row["wall_s"] / peer_wall if peer_wall > 0 else float("inf")
     first = prepared[names[0]]
     return {"bundle": str(bundle), "reference": str(reference), "robot": first.kin.record.name,
-            "controller": controller, "duration": first.duration, "dt": dt, "peer": peer,
+            "controller": controller, "evaluator": evaluator, "integrator": integrator,
+            "duration": first.duration, "dt": dt, "peer": peer,
             "backends": rows}

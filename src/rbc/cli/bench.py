@@ -177,6 +177,10 @@ def bench_simulate_command(
     backends: Annotated[str, typer.Option(
         help="Comma-separated backends, run in this order.")] = "reduced,mujoco,pinocchio",
     controller: Annotated[str, typer.Option(help="pd, pd+ff or passive.")] = "pd+ff",
+    evaluator: Annotated[str, typer.Option(
+        help="Reduced backend evaluator: kernel or reference.")] = "kernel",
+    integrator: Annotated[str, typer.Option(
+        help="Reduced backend integrator: dopri5, rk4, RK45 or DOP853.")] = "dopri5",
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """The same closed-loop simulation on each backend: loop wall time, real-time factor."""
@@ -196,7 +200,8 @@ def bench_simulate_command(
                 tasks[backend, stage] = bar.add_task(f"{backend}: {labels[stage]}", total=1.0)
             bar.update(tasks[backend, stage], completed=fraction)
 
-        r = bench_simulate(bundle, reference, names, duration, dt, controller, progress)
+        r = bench_simulate(bundle, reference, names, duration, dt, controller, progress,
+                           evaluator, integrator)
     if as_json:
         typer.echo(json.dumps(r, indent=2))
         return
@@ -204,7 +209,8 @@ def bench_simulate_command(
     task_names = sorted({n for row in rows.values() for n in row["tracking_rms"]})
     con = Console(highlight=False)
     con.print(f"{r['robot']}: {r['controller']}, {r['duration']:g} s simulated, dt "
-              f"{r['dt']:g} s (peer: {r['peer']})")
+              f"{r['dt']:g} s (peer: {r['peer']}; reduced: {r['integrator']}, "
+              f"{r['evaluator']} evaluator)")
     t = Table()
     t.add_column("")
     for name in rows:

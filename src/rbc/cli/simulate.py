@@ -77,6 +77,9 @@ def simulate_command(
         callback=number(gt=0),
         help="Reduced backend: absolute local error tolerance per step "
         "\\[rad, m, rad/s, m/s, J].")] = 1e-12,
+    evaluator: Annotated[str, typer.Option(
+        help="Reduced backend: kernel (compiled numba kernels, default) or reference "
+        "(the NumPy/Pinocchio path, for checking).")] = "kernel",
     reference_dt: Annotated[float, typer.Option(
         callback=number(gt=0),
         help="Grid spacing \\[s] of the reference lift and feedforward table.")] = 0.01,
@@ -126,7 +129,8 @@ def simulate_command(
         payload=tuple(_pairs(payload, "--payload", ge=0).items()),
         inertia_scale=inertia_scale, bandwidth=bandwidth, zeta=zeta,
         kp=_pairs(kp, "--kp", ge=0), kd=_pairs(kd, "--kd", ge=0),
-        integrator=integrator, rtol=rtol, atol=atol, partition=partition, fix_root=fix_root)
+        integrator=integrator, rtol=rtol, atol=atol, evaluator=evaluator, partition=partition,
+        fix_root=fix_root)
     labels = {"lift": "lifting the reference", "ff": "feedforward table",
               "simulate": f"simulating ({backend})"}
     with progress_bar(TextColumn("{task.description}"), BarColumn(), TextColumn(
@@ -172,7 +176,9 @@ def simulate_command(
         con.print(f"  {i['integrator']} (rtol {i['rtol']:g}, atol {i['atol']:g}): "
                   f"{i['accepted_steps']} steps, {i['rejected_steps']} rejected, "
                   f"{i['evaluations']} evaluations, largest error estimate "
-                  f"{i['max_error_estimate']:.3g} of the tolerance")
+                  f"{i['max_error_estimate']:.3g} of the tolerance; {i['evaluator']} evaluator")
+        if i["evaluator_note"]:
+            con.print(f"  {i['evaluator_note']}")
     for e in s["events"]:
         what = ("re-partitioned" if e["kind"] == "reconfiguration"
                 else f"mechanism event (rank {e['rank_before']} → {e['rank_after']})")

@@ -10,3 +10,36 @@ forward dynamics, the corrector, an RK stage, a batch of states) and :mod:`.eval
 (the Python face). Every kernel is tested against the NumPy/Pinocchio reference path of
 :mod:`rbc.model` (``tests/kernels``).
 """
+
+import hashlib
+from pathlib import Path
+
+
+def _purge_stale_cache() -> None:
+    """Drop numba's cached kernels when any kernel source changed since they were cached.
+
+    numba keys a cached function on its own file's time stamp only, but a compiled caller
+    embeds its callees' code (and ``inline="always"`` helpers): after an edit of
+    ``se3.py`` the cached ``step.stage`` would still run the old ``se3`` code. The digest
+    of all kernel sources, stamped beside the cache, catches that. (A cache outside the
+    package, ``NUMBA_CACHE_DIR``, is not checked.)
+    """
+    here = Path(__file__).parent
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(here.glob("*.py"))))
+    cache = here / "__pycache__"
+    stamp = cache / "kernels.sources.sha256"
+    try:
+        if stamp.read_text() == digest.hexdigest():
+            return
+    except OSError:
+        pass
+    try:
+        cache.mkdir(exist_ok=True)
+        for f in (*cache.glob("*.nbi"), *cache.glob("*.nbc")):
+            f.unlink(missing_ok=True)
+        stamp.write_text(digest.hexdigest())
+    except OSError:  # a read-only install: numba falls back to its user cache directory
+        pass
+
+
+_purge_stale_cache()

@@ -81,7 +81,7 @@ def world_inertias(I, IO, F, FO, Rw, pw, Iw):
                 Iw[x, r, c] = s
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _point_velocity(w, p, out):
     """Velocity (3,) of the point p (world) of a body with world spatial twist w."""
     out[0] = w[3] + w[1] * p[2] - w[2] * p[1]
@@ -89,7 +89,7 @@ def _point_velocity(w, p, out):
     out[2] = w[5] + w[0] * p[1] - w[1] * p[0]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _add_point_force(w, p, f):
     """``w += [p × f; f]``: a force f (3,) at the world point p as a world wrench."""
     w[0] += p[1] * f[2] - p[2] * f[1]
@@ -140,7 +140,8 @@ def spring_wrenches(I, IO, F, FO, Rw, pw, V, fext):
 @njit(cache=True)
 def rnea(I, IO, F, FO, G, V, A0, a, Iw, fext, tau):
     """``τ_T = M_T a + h_T + g_T − Jᵀ w`` (nv_tree,) out, a (nv,) accelerations (tree part
-    used); V, A0 from :func:`rbc.kernels.kinematics.velocities`."""
+    used); V, A0 from :func:`rbc.kernels.kinematics.velocities`. M_T is :func:`crba`'s, with
+    the armature (as Pinocchio's ``rnea`` adds ``armature · a``)."""
     sizes = iseg(I, IO, I_SIZES)
     nb = sizes[S_NB]
     parent, child, sign = iseg(I, IO, I_E_PARENT), iseg(I, IO, I_E_CHILD), iseg(I, IO, I_E_SIGN)
@@ -180,6 +181,9 @@ def rnea(I, IO, F, FO, G, V, A0, a, Iw, fext, tau):
                 acc_t += G[r, j] * f[low, r]
             tau[j] = s * acc_t
         f[top] += f[low]
+    arm = fseg(F, FO, F_ARMATURE)
+    for j in range(tau.size):
+        tau[j] += arm[j] * a[j]
 
 
 @njit(cache=True)
@@ -283,8 +287,31 @@ def cholesky_solve(M, b, out):
 
 
 @njit(cache=True)
-def reduced(I, IO, F, FO, q, v, edu, f, G, V, A0, Iw, fext, E, Mr, rhs):
-    """``M_r`` (n_u, n_u) and ``rhs`` (n_u,) out (module docstring)."""
+def powers(I, IO, v, f, tau, V, fext, out):
+    """``out = (P_act, P_passive)`` [W]: the port efforts' power ``Σ f_n v_port(n)`` and the
+    passive elements' ``τ_p · v`` — the loads τ (nv,) of :func:`loads` without the port
+    efforts, plus the spring-dampers' world wrenches against the body twists (``Σ w_x · V_x``,
+    both angular-first in world coordinates)."""
+    ports = iseg(I, IO, I_PORTS)
+    nb = iseg(I, IO, I_SIZES)[S_NB]
+    p_act = 0.0
+    for n in range(ports.size):
+        p_act += f[n] * v[ports[n]]
+    p = 0.0
+    for j in range(v.size):
+        p += tau[j] * v[j]
+    if iseg(I, IO, I_SIZES)[S_NSP]:
+        for x in range(nb):
+            for r in range(6):
+                p += fext[x, r] * V[x, r]
+    out[0] = p_act
+    out[1] = p - p_act
+
+
+@njit(cache=True)
+def reduced(I, IO, F, FO, q, v, edu, f, G, V, A0, Iw, fext, E, Mr, rhs, power):
+    """``M_r`` (n_u, n_u), ``rhs`` (n_u,) and ``power`` (2,) (:func:`powers`) out (module
+    docstring)."""
     sizes = iseg(I, IO, I_SIZES)
     nv, nt = sizes[S_NV], sizes[S_NV_TREE]
     tau_id = np.empty(nt)
@@ -293,19 +320,24 @@ def reduced(I, IO, F, FO, q, v, edu, f, G, V, A0, Iw, fext, E, Mr, rhs):
     crba(I, IO, F, FO, G, Iw, M)
     tau = np.empty(nv)
     loads(I, IO, F, FO, q, v, f, tau)
+    powers(I, IO, v, f, tau, V, fext, power)
     nu = E.shape[1]
+    # E is sparse (a module's dependent rows touch only its inputs): both products run over
+    # its nonzeros, O(nnz(E)·nv_tree) and O(n_u·nnz(E_T)) instead of dense O(nv_tree²·n_u)
     Y = np.zeros((nt, nu))  # M_T E_T
-    for i in range(nt):
-        for k in range(nt):
-            m = M[i, k]
-            if m != 0.0:
-                for j in range(nu):
-                    Y[i, j] += m * E[k, j]
+    for k in range(nt):
+        for j in range(nu):
+            e = E[k, j]
+            if e != 0.0:
+                for i in range(nt):
+                    Y[i, j] += M[i, k] * e
     for a in range(nu):
         for b in range(a, nu):
             s = 0.0
             for i in range(nt):
-                s += E[i, a] * Y[i, b]
+                e = E[i, a]
+                if e != 0.0:
+                    s += e * Y[i, b]
             Mr[a, b] = s
             Mr[b, a] = s
         s = 0.0

@@ -133,3 +133,84 @@ class KernelModel:
 
 def _f64(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x, dtype=np.float64)
+
+
+class KernelStage:
+    """The reduced backend's per-stage evaluation (one kernel call each; DESIGN.md §13).
+
+    Holds the closed state: q (nq,), its lift E (nv, n_u), the prescribed independent values
+    there x0 (n_kept,), the residual ρ (n_rows,) and the compact closure Jacobian.
+    :meth:`stage` closes at a state's values and returns ẏ; :meth:`project` only closes. Both
+    return None when the kernel hands the case back (singular R_p, M_r not positive definite,
+    corrector not converged): the caller then runs the reference path and reseeds the state
+    (:meth:`reseed`).
+
+    Args:
+        km: the kernel model; q, E, rho: a closed configuration, its lift and residual.
+
+    Raises:
+        LayoutError: an independent coordinate is prescribed through its joint's maps (a
+            planar angle): the kernels set values by q index only.
+    """
+
+    def __init__(self, km: KernelModel, q: np.ndarray, E: np.ndarray, rho: np.ndarray):
+        from rbc.kernels.layout import LayoutError
+        from rbc.model.closure import CLOSURE_TOL
+        from rbc.model.partition import scales
+        from rbc.model.solve import MAX_CORRECTOR, prescribable
+
+        self.km = km
+        lay, part = km.layout, km.part
+        if sum(prescribable(km.kin, int(j)) for j in part.independent) != \
+                lay.segment("keep_u").size:
+            raise LayoutError("an independent coordinate is set through its joint's maps")
+        self.tol, self.max_iter = float(CLOSURE_TOL), int(MAX_CORRECTOR)
+        self.q, self.E, self.rho = _f64(q).copy(), _f64(E).copy(), _f64(rho).copy()
+        self.x0 = self.q[np.array(lay.segment("keep_q"))].copy()
+        self.Cc = np.empty(6 * int(lay.segment("ch_col_ptr")[-1]))
+        self.v = np.empty(km.kin.nv)
+        self.n = km.nu
+        sc = scales(km.kin, part.length_scale)
+        self._row_scale = _f64(sc.rows)
+        self._col_scale = _f64(sc.cols)
+        self._fresh_c = False  # Cc belongs to q (set by the kernels, not by reseed)
+
+    def stage(self, y: np.ndarray, f: np.ndarray) -> np.ndarray | None:
+        """ẏ (2 n_u + 2,) = (u, u̇, P_act, P_passive) at the state y = (x, u, W_act,
+        W_passive) with port efforts f (n_act,); None when handed back (class docstring).
+        ẋ is u: the caller replaces the value rates that are not speeds (planar x, y)."""
+        out = np.empty(2 * self.n + 2)
+        s = step.stage(*self.km._args, self.q, self.E, self.x0, self.rho, self.Cc, _f64(y),
+                       _f64(f),
+                       self.tol, self.max_iter, out, self.v)
+        if s != step.OK:
+            return None
+        self._fresh_c = True
+        return out
+
+    def project(self, y: np.ndarray) -> np.ndarray | None:
+        """The closed configuration (nq,) at the values of state y, or None when handed
+        back."""
+        s = step.project(*self.km._args, self.q, self.E, self.x0, self.rho, self.Cc, _f64(y),
+                         self.tol, self.max_iter)
+        if s != step.OK:
+            return None
+        self._fresh_c = True
+        return self.q
+
+    def scaled_cond(self) -> float | None:
+        """Scaled cond(R_p) at q (:func:`rbc.model.partition.scaled_cond`), None when the
+        closure Jacobian at q is not held (after a reseed)."""
+        if not self._fresh_c:
+            return None
+        lay = self.km.layout
+        from rbc.kernels.lift import scaled_cond
+
+        return float(scaled_cond(lay.I, lay.IO, lay.F, lay.FO, self.Cc, self._row_scale,
+                                 self._col_scale))
+
+    def reseed(self, q: np.ndarray, E: np.ndarray, rho: np.ndarray) -> None:
+        """Restart from a configuration closed elsewhere (the reference path)."""
+        self.q[:], self.E[:], self.rho[:] = q, E, rho
+        self.x0[:] = self.q[np.array(self.km.layout.segment("keep_q"))]
+        self._fresh_c = False

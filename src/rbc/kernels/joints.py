@@ -20,14 +20,14 @@ from rbc.kernels.se3 import exp3_scaled, mul3, quat_to_rotation
 FIXED, REVOLUTE, PRISMATIC, HELICAL, UNIVERSAL, CYLINDRICAL, PLANAR, SPHERICAL, FREE = range(9)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _identity(R):
     for i in range(3):
         for j in range(3):
             R[i, j] = 1.0 if i == j else 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def motion(code, q, axis, axis2, pitch, R0, R, p):
     """``Q(q) = T_Jb_Jc``: writes R (3, 3) and p (3,)."""
     p[0] = 0.0
@@ -73,7 +73,7 @@ def motion(code, q, axis, axis2, pitch, R0, R, p):
         p[0], p[1], p[2] = q[0], q[1], q[2]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def subspace(code, q, axis, axis2, pitch, R0, S):
     """``S(q)`` (6, nv) angular-first in Jc (writes S, shape (6, nv))."""
     for r in range(6):
@@ -112,7 +112,7 @@ def subspace(code, q, axis, axis2, pitch, R0, S):
             S[i, i] = 1.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def subspace_rate(code, q, v, axis, axis2, out):
     """``Ṡ(q) v`` (6,) in Jc: ``[−θ̇₂ θ̇₁ a₂ × (R₂ᵀ a₁); 0]`` for the universal joint (its
     first axis turns in Jc with θ₂), zero for every other kind. Returns False when zero."""

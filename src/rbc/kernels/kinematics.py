@@ -82,7 +82,7 @@ from rbc.kernels.se3 import (
 )
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def edge_motion(I, IO, F, FO, k, q, R, p):
     """``Q_k(q_k)`` of edge k (R (3, 3), p (3,))."""
     code = iseg(I, IO, I_E_CODE)[k]
@@ -93,7 +93,7 @@ def edge_motion(I, IO, F, FO, k, q, R, p):
     jk.motion(code, q[qo:], axis, axis2, fseg(F, FO, F_E_PITCH)[k], R0, R, p)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def edge_subspace(I, IO, F, FO, k, q, S):
     """``S_k(q_k)`` (6, nv_k) in Jc."""
     code = iseg(I, IO, I_E_CODE)[k]
@@ -104,7 +104,7 @@ def edge_subspace(I, IO, F, FO, k, q, S):
     jk.subspace(code, q[qo:], axis, axis2, fseg(F, FO, F_E_PITCH)[k], R0, S)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def edge_transform(I, IO, F, FO, k, q, R, p):
     """``X_k = A_k Q_k(q_k) B_k⁻¹ = T_parent_child`` of edge k."""
     AR = fseg(F, FO, F_E_AR)[9 * k: 9 * k + 9].reshape((3, 3))

@@ -163,7 +163,8 @@ def layout(kin: CompiledModel, part: Partition, tree: TreeModel) -> Layout:
 
     Raises:
         LayoutError: a reversed multi-coordinate tree joint with a varying motion subspace
-            (the tree model refuses those too).
+            (the tree model refuses those too); ports that are not single joint coordinates
+            (tendons).
     """
     from rbc.model.dynamics import load_coefficients
     from rbc.model.interfaces import ports
@@ -286,7 +287,10 @@ def layout(kin: CompiledModel, part: Partition, tree: TreeModel) -> Layout:
     arm = np.zeros(kin.nv)
     arm[tree.v_perm] = np.asarray(tree.model.armature)
     f["armature"] = arm
-    s["ports"] = ports(kin).columns
+    try:
+        s["ports"] = ports(kin).columns
+    except ValueError as err:  # tendon ports (linear combinations of joints)
+        raise LayoutError(str(err)) from err
     s["sp_body"], f["sp_xyz"], f["sp_coef"] = sp_body, sp_xyz, sp_coef
 
     # prescribed independent coordinates (those stored as their own value in q)

@@ -35,8 +35,8 @@ from rbc.kernels.layout import (
 )
 
 
-@njit(cache=True)
-def _row_entries(I, IO, F, FO, Cc, g, vals, cols):
+@njit(cache=True, inline="always")
+def row_entries(I, IO, F, FO, Cc, g, vals, cols):
     """Nonzeros of closure row g: writes (value, global v-index) pairs, returns the count."""
     nch = iseg(I, IO, I_SIZES)[S_NCH]
     if g < 6 * nch:
@@ -88,7 +88,7 @@ def _lu(A, piv):
     return ok
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _lu_solve(A, piv, b):
     """Solve with the factors of :func:`_lu`, in place on b (n,)."""
     n = A.shape[0]
@@ -129,11 +129,11 @@ def factor(I, IO, F, FO, Cc, lu, piv):
         A = lu[lu_ptr[m]: lu_ptr[m + 1]].reshape((r, r))
         A[:] = 0.0
         for a in range(r):
-            n = _row_entries(I, IO, F, FO, Cc, rows[ptr[m] + a], vals, cols)
+            n = row_entries(I, IO, F, FO, Cc, rows[ptr[m] + a], vals, cols)
             if n > vals.size:
                 vals = np.empty(2 * n)
                 cols = np.empty(2 * n, dtype=np.int64)
-                n = _row_entries(I, IO, F, FO, Cc, rows[ptr[m] + a], vals, cols)
+                n = row_entries(I, IO, F, FO, Cc, rows[ptr[m] + a], vals, cols)
             for t in range(n):
                 d = deppos[cols[t]]
                 if d >= 0:
@@ -182,11 +182,11 @@ def lift_matrix(I, IO, F, FO, Cc, lu, piv, E):
         touched = np.empty(nu, dtype=np.int64)
         nt = 0
         for a in range(r):  # pass 1: the independent columns this module's rows touch
-            n = _row_entries(I, IO, F, FO, Cc, rows[ptr[m] + a], vals, cols)
+            n = row_entries(I, IO, F, FO, Cc, rows[ptr[m] + a], vals, cols)
             if n > vals.size:
                 vals = np.empty(2 * n)
                 cols = np.empty(2 * n, dtype=np.int64)
-                n = _row_entries(I, IO, F, FO, Cc, rows[ptr[m] + a], vals, cols)
+                n = row_entries(I, IO, F, FO, Cc, rows[ptr[m] + a], vals, cols)
             for t in range(n):
                 j = indpos[cols[t]]
                 if j >= 0 and local[j] < 0:
@@ -195,7 +195,7 @@ def lift_matrix(I, IO, F, FO, Cc, lu, piv, E):
                     nt += 1
         Ra = np.zeros((nt, r))  # R_a,m transposed: one right-hand side per row
         for a in range(r):  # pass 2: fill
-            n = _row_entries(I, IO, F, FO, Cc, rows[ptr[m] + a], vals, cols)
+            n = row_entries(I, IO, F, FO, Cc, rows[ptr[m] + a], vals, cols)
             for t in range(n):
                 j = indpos[cols[t]]
                 if j >= 0:
@@ -209,3 +209,43 @@ def lift_matrix(I, IO, F, FO, Cc, lu, piv, E):
             for a in range(r):
                 E[dep[ptr[m] + a], j] = -b[a]
             local[j] = -1
+
+
+@njit(cache=True)
+def scaled_cond(I, IO, F, FO, Cc, row_scale, col_scale):
+    """2-norm condition number of the scaled dependent block ``D_r R_p D_c`` from the compact
+    C (the quantity of :func:`rbc.model.partition.scaled_cond`): R_p is block diagonal by
+    module, so its singular values are the blocks' (largest over smallest of all blocks).
+
+    Args:
+        row_scale: (n_rows,) the row scales by closure row; col_scale: (nv,) by coordinate.
+    """
+    sizes = iseg(I, IO, I_SIZES)
+    ptr, rows = iseg(I, IO, I_MOD_PTR), iseg(I, IO, I_MOD_ROWS)
+    deppos = iseg(I, IO, I_V_DEPPOS)
+    nmod = sizes[S_NMOD]
+    if nmod == 0:
+        return 1.0
+    vals = np.empty(64)
+    cols = np.empty(64, dtype=np.int64)
+    big, small = 0.0, np.inf
+    for m in range(nmod):
+        r = ptr[m + 1] - ptr[m]
+        A = np.zeros((r, r))
+        for a in range(r):
+            g = rows[ptr[m] + a]
+            n = row_entries(I, IO, F, FO, Cc, g, vals, cols)
+            if n > vals.size:
+                vals = np.empty(2 * n)
+                cols = np.empty(2 * n, dtype=np.int64)
+                n = row_entries(I, IO, F, FO, Cc, g, vals, cols)
+            for t in range(n):
+                d = deppos[cols[t]]
+                if d >= 0:
+                    A[a, d] += row_scale[g] * vals[t] * col_scale[cols[t]]
+        s = np.linalg.svd(A)[1]  # numba has no compute_uv; the blocks are small
+        if s[0] > big:
+            big = s[0]
+        if s[r - 1] < small:
+            small = s[r - 1]
+    return big / small if small > 0.0 else np.inf

@@ -29,7 +29,7 @@ from numba import njit
 SERIES_ANGLE = 0.5
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def cross(a, b, out):
     """``out = a × b`` for (3,) arrays (``out`` must not alias a or b)."""
     out[0] = a[1] * b[2] - a[2] * b[1]
@@ -37,7 +37,7 @@ def cross(a, b, out):
     out[2] = a[0] * b[1] - a[1] * b[0]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def mul3(A, B, out):
     """``out = A B`` for (3, 3) arrays (explicit loops: numba's ``@`` calls BLAS, ~1 µs)."""
     for i in range(3):
@@ -45,7 +45,7 @@ def mul3(A, B, out):
             out[i, j] = A[i, 0] * B[0, j] + A[i, 1] * B[1, j] + A[i, 2] * B[2, j]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def mul6(A, B, out):
     """``out = A B`` for (6, 6) arrays."""
     for i in range(6):
@@ -56,7 +56,7 @@ def mul6(A, B, out):
             out[i, j] = s
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def matvec6(A, x, out):
     """``out = A x`` for A (6, 6), x (6,)."""
     for i in range(6):
@@ -66,7 +66,7 @@ def matvec6(A, x, out):
         out[i] = s
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def compose(R1, p1, R2, p2, R, p):
     """``T = T1 · T2``: ``R = R1 R2``, ``p = R1 p2 + p1`` (outputs must not alias inputs)."""
     for i in range(3):
@@ -81,7 +81,7 @@ def compose(R1, p1, R2, p2, R, p):
             R[i, j] = s
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def compose_inv(R1, p1, R2, p2, R, p):
     """``T = T1 · T2⁻¹``: ``R = R1 R2ᵀ``, ``p = p1 − R p2``."""
     for i in range(3):
@@ -97,7 +97,7 @@ def compose_inv(R1, p1, R2, p2, R, p):
         p[i] = s
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def inv_compose(R1, p1, R2, p2, R, p):
     """``T = T1⁻¹ · T2``: ``R = R1ᵀ R2``, ``p = R1ᵀ (p2 − p1)``."""
     for i in range(3):
@@ -112,7 +112,7 @@ def inv_compose(R1, p1, R2, p2, R, p):
             R[i, j] = s
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def adjoint_apply(R, p, x, out):
     """``out = Ad(T) x`` for a twist x (6,): ``[R ω; p × Rω + R v]``."""
     w = np.empty(3)
@@ -126,7 +126,7 @@ def adjoint_apply(R, p, x, out):
     out[0], out[1], out[2] = w[0], w[1], w[2]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def adjoint_matrix(R, p, out):
     """``out = Ad(T)`` (6, 6) angular-first: ``[[R, 0], [p̂ R, R]]``."""
     out[:] = 0.0
@@ -140,7 +140,7 @@ def adjoint_matrix(R, p, out):
         out[5, j] = p[0] * R[1, j] - p[1] * R[0, j]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def motion_cross(a, b, out):
     """``out = ad(a) b = a ×ₘ b`` for twists (6,): ``[ω_a × ω_b; v_a × ω_b + ω_a × v_b]``."""
     out[0] = a[1] * b[2] - a[2] * b[1]
@@ -151,7 +151,7 @@ def motion_cross(a, b, out):
     out[5] = a[3] * b[1] - a[4] * b[0] + a[0] * b[4] - a[1] * b[3]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def force_cross(a, f, out):
     """``out = a ×* f = −ad(a)ᵀ f`` for a twist a and a wrench f = [n; f]:
     ``[ω × n + v × f; ω × f]``."""
@@ -169,7 +169,7 @@ def exp3(w, R):
     exp3_scaled(w, 1.0, R)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def exp3_scaled(axis, angle, R):
     """``R = exp(angle·âxis)`` without forming the product (array expressions on (3,)
     arrays cost ~0.3 µs in numba; the kernels write every small operation as loops)."""
@@ -202,7 +202,7 @@ def exp3_scaled(axis, angle, R):
     R[2, 1] = b * y * z + a * x
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def quat_to_rotation(qw, qx, qy, qz, R):
     """Rotation (3, 3) of the quaternion (w, x, y, z), normalised first."""
     n = math.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
@@ -260,7 +260,7 @@ def log3(R, w):
         w[i] = t * n[i] / nn
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _coefficients(t2, out):
     """Coefficients of the SE(3) log and Jacobians at θ² = t2 (module docstring):
 
@@ -315,7 +315,7 @@ _BERN = np.array([
 ])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def skew_apply(w, x, out):
     """``out = ŵ x`` (3,)."""
     out[0] = w[1] * x[2] - w[2] * x[1]

@@ -42,7 +42,7 @@ from rbc.kernels.lift import factor, lift_matrix, solve_rows
 OK, SINGULAR_LIFT, NOT_PD, NOT_CLOSED = 0, 1, 2, 3
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _matvec(A, x, out):
     """``out = A x`` (loops: the sizes here are small and numba's ``@`` calls BLAS)."""
     for i in range(A.shape[0]):
@@ -86,11 +86,12 @@ def evaluate(I, IO, F, FO, lu_size, q, u, f, udot, v, edu, E, Mr, rhs):
     if not _geometry(I, IO, F, FO, q, Rw, pw, G, rho, Cc, P, lu, piv):
         return SINGULAR_LIFT
     lift_matrix(I, IO, F, FO, Cc, lu, piv, E)
-    return _dynamics(I, IO, F, FO, q, u, f, Rw, pw, G, P, lu, piv, E, udot, v, edu, Mr, rhs)
+    return _dynamics(I, IO, F, FO, q, u, f, Rw, pw, G, P, lu, piv, E, udot, v, edu, Mr, rhs,
+                     np.empty(2))
 
 
 @njit(cache=True)
-def _dynamics(I, IO, F, FO, q, u, f, Rw, pw, G, P, lu, piv, E, udot, v, edu, Mr, rhs):
+def _dynamics(I, IO, F, FO, q, u, f, Rw, pw, G, P, lu, piv, E, udot, v, edu, Mr, rhs, power):
     sizes = iseg(I, IO, I_SIZES)
     nb = sizes[S_NB]
     _matvec(E, u, v)
@@ -108,7 +109,7 @@ def _dynamics(I, IO, F, FO, q, u, f, Rw, pw, G, P, lu, piv, E, udot, v, edu, Mr,
     world_inertias(I, IO, F, FO, Rw, pw, Iw)
     fext = np.empty((nb + 1, 6))
     spring_wrenches(I, IO, F, FO, Rw, pw, V, fext)
-    reduced(I, IO, F, FO, q, v, edu, f, G, V, A0, Iw, fext, E, Mr, rhs)
+    reduced(I, IO, F, FO, q, v, edu, f, G, V, A0, Iw, fext, E, Mr, rhs, power)
     if not cholesky_solve(Mr.copy(), rhs, udot):
         return NOT_PD
     return OK
@@ -204,20 +205,9 @@ def _close(I, IO, F, FO, q, E, x0, x, tol, max_iter, Rw, pw, G, rho, Cc, P, lu, 
 
 
 @njit(cache=True)
-def stage(I, IO, F, FO, lu_size, q, E, x0, x, u, f, tol, max_iter, udot, v):
-    """One Runge–Kutta stage at (x, u, f) from the closed state (q, E, x0) (module docstring).
-
-    Args:
-        q: (nq,), E: (nv, n_u), x0: (n_kept,): the last closed configuration, its lift and
-            its prescribed values; updated in place when the stage succeeds.
-        x: (n_kept,) prescribed values [rad or m]; u: (n_u,); f: (n_act,).
-        tol: closure tolerance on ‖ρ‖∞; max_iter: Newton iterations.
-        udot: (n_u,) out; v: (nv,) out: ``E u`` at the closed configuration.
-
-    Returns:
-        :data:`OK`, :data:`SINGULAR_LIFT`, :data:`NOT_PD` or :data:`NOT_CLOSED`.
-    """
-    Rw, pw, G, rho, Cc, P, lu, piv = _work(I, IO, lu_size)
+def _advance(I, IO, F, FO, q, E, x0, x, tol, max_iter, Rw, pw, G, rho, Cc, P, lu, piv):
+    """Close at the prescribed values x from the closed state (q, E, x0): the geometry at
+    the closed q is in the work arrays after an :data:`OK` (E is not refreshed)."""
     same = True
     for n in range(x.size):
         if x[n] != x0[n]:
@@ -225,19 +215,88 @@ def stage(I, IO, F, FO, lu_size, q, E, x0, x, u, f, tol, max_iter, udot, v):
     if same:
         if not _geometry(I, IO, F, FO, q, Rw, pw, G, rho, Cc, P, lu, piv):
             return SINGULAR_LIFT
-    else:
-        status = _close(I, IO, F, FO, q, E, x0, x, tol, max_iter, Rw, pw, G, rho, Cc, P, lu,
-                        piv)
-        if status != OK:
-            return status
+        return OK
+    status = _close(I, IO, F, FO, q, E, x0, x, tol, max_iter, Rw, pw, G, rho, Cc, P, lu, piv)
+    if status == OK:
         x0[:] = x
-    lift_matrix(I, IO, F, FO, Cc, lu, piv, E)
+    return status
+
+
+@njit(cache=True)
+def _kept_values(I, IO, y):
+    """The prescribed independent values (n_kept,) of a state y = (x, u, …)."""
+    keep_u = iseg(I, IO, I_KEEP_U)
+    x = np.empty(keep_u.size)
+    for n in range(keep_u.size):
+        x[n] = y[keep_u[n]]
+    return x
+
+
+@njit(cache=True)
+def stage(I, IO, F, FO, lu_size, q, E, x0, rho_out, Cc_out, y, f, tol, max_iter, ydot, v):
+    """One Runge–Kutta stage of the reduced backend's state ``y = (x, u, W_act, W_passive)``
+    with port efforts f, from the closed state (q, E, x0) (module docstring).
+
+    Args:
+        q: (nq,), E: (nv, n_u), x0: (n_kept,): the last closed configuration, its lift and
+            its prescribed values; rho_out: (n_rows,), Cc_out: compact C there (the
+            residual and the Jacobian for the measurement and the partition check); all
+            updated in place when the stage succeeds.
+        y: (2 n_u + 2,) the state [rad or m, rad/s or m/s, J]; f: (n_act,) [N or N·m].
+        tol: closure tolerance on ‖ρ‖∞; max_iter: Newton iterations.
+        ydot: (2 n_u + 2,) out: ``(u, u̇, P_act, P_passive)`` — ẋ = u (the caller replaces
+            the value rates of a planar joint's x, y), the powers of :func:`rbc.kernels.
+            dynamics.powers`; v: (nv,) out: ``E u`` at the closed configuration.
+
+    Returns:
+        :data:`OK`, :data:`SINGULAR_LIFT`, :data:`NOT_PD` or :data:`NOT_CLOSED`.
+    """
+    Rw, pw, G, rho, Cc, P, lu, piv = _work(I, IO, lu_size)
+    status = _project(I, IO, F, FO, q, E, x0, rho_out, Cc_out, y, tol, max_iter, Rw, pw, G,
+                      rho, Cc, P, lu, piv)
+    if status != OK:
+        return status
     sizes = iseg(I, IO, I_SIZES)
-    nu = sizes[S_NU]
-    edu = np.empty(sizes[S_NV])
+    nu, nv = sizes[S_NU], sizes[S_NV]
+    u = y[nu: 2 * nu]
+    edu = np.empty(nv)
     Mr = np.empty((nu, nu))
     rhs = np.empty(nu)
-    return _dynamics(I, IO, F, FO, q, u, f, Rw, pw, G, P, lu, piv, E, udot, v, edu, Mr, rhs)
+    udot = np.empty(nu)
+    power = np.empty(2)
+    status = _dynamics(I, IO, F, FO, q, u, f, Rw, pw, G, P, lu, piv, E, udot, v, edu, Mr,
+                       rhs, power)
+    for n in range(nu):
+        ydot[n] = u[n]
+        ydot[nu + n] = udot[n]
+    ydot[2 * nu] = power[0]
+    ydot[2 * nu + 1] = power[1]
+    return status
+
+
+@njit(cache=True)
+def project(I, IO, F, FO, lu_size, q, E, x0, rho_out, Cc_out, y, tol, max_iter):
+    """Close at the values of the state y from the closed state (q, E, x0) and refresh E, ρ
+    and the compact C there (the projection after a step); arguments and status as
+    :func:`stage`."""
+    Rw, pw, G, rho, Cc, P, lu, piv = _work(I, IO, lu_size)
+    return _project(I, IO, F, FO, q, E, x0, rho_out, Cc_out, y, tol, max_iter, Rw, pw, G,
+                    rho, Cc, P, lu, piv)
+
+
+@njit(cache=True)
+def _project(I, IO, F, FO, q, E, x0, rho_out, Cc_out, y, tol, max_iter, Rw, pw, G, rho, Cc,
+             P, lu, piv):
+    """:func:`project` on the caller's work arrays (which hold the geometry at the closed q
+    afterwards)."""
+    status = _advance(I, IO, F, FO, q, E, x0, _kept_values(I, IO, y), tol, max_iter, Rw, pw,
+                      G, rho, Cc, P, lu, piv)
+    if status != OK:
+        return status
+    lift_matrix(I, IO, F, FO, Cc, lu, piv, E)
+    rho_out[:] = rho
+    Cc_out[:] = Cc
+    return OK
 
 
 @njit(cache=True, parallel=True)

@@ -72,6 +72,7 @@ class SimOptions:
         payload: ``((body, kg), …)``; inertia_scale: plant mass/inertia factor.
         bandwidth [Hz], zeta, kp, kd: gains (module :mod:`rbc.sim.controllers`).
         integrator: reduced backend integrator; rtol, atol: its tolerances (docs/simulate.md);
+        evaluator: reduced backend evaluator, ``kernel`` | ``reference``;
         partition: stored partition name.
         fix_root: weld floating roots to the world (fixed-base experiments; recompiles).
         task: the task request of ``--controller task`` (:mod:`rbc.tasks.request`).
@@ -95,6 +96,7 @@ class SimOptions:
     integrator: str = "dopri5"
     rtol: float = 1e-9
     atol: float = 1e-12
+    evaluator: str = "kernel"
     partition: str | None = None
     fix_root: bool = False
     task: TaskRequest | None = None
@@ -264,7 +266,7 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
                               "--task)")
     if opts.backend != "reduced":  # options the other backends would silently ignore
         defaults = SimOptions(backend=opts.backend)
-        given = [f"--{k}" for k in ("integrator", "rtol", "atol")
+        given = [f"--{k}" for k in ("integrator", "rtol", "atol", "evaluator")
                  if getattr(opts, k) != getattr(defaults, k)]
         if given:
             raise UsageError(f"{', '.join(given)} applies to the reduced backend only; the "
@@ -356,7 +358,8 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
     """Run the control loop (module docstring) and summarise."""
     opts, ctrl = prep.options, prep.controller
     plant = prep.backend(prep.plant, prep.part, prep.q0, prep.v0, opts.dt,
-                         integrator=opts.integrator, rtol=opts.rtol, atol=opts.atol)
+                         integrator=opts.integrator, rtol=opts.rtol, atol=opts.atol,
+                         evaluator=opts.evaluator)
     n = int(round(prep.duration / prep.control_dt))
     tasks = [t.name for t in prep.kin.record.tasks]
     n_act = len(prep.kin.record.actuators)

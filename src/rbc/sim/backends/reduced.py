@@ -20,7 +20,20 @@ works are integrated by the same integrator as the motion, so the energy ledger
 
 **Evaluation.** :meth:`ReducedBackend.rhs` — closure, reduced terms, forward dynamics and the
 two powers — is the one per-stage call; the steppers (:mod:`rbc.sim.integrators`) see only
-``rhs(y)``, so a compiled evaluator (#16) replaces that method and nothing else.
+``rhs(y)``. Two evaluators (``--evaluator``):
+
+* ``kernel`` (default): each stage and each projection is one call of the numba kernels
+  (:class:`rbc.kernels.evaluator.KernelStage`: the same corrector, reduced terms and powers,
+  held equal to the reference to 1e-13 by ``tests/kernels``); the partition check reads the
+  scaled cond(R_p) from the kernel's closure Jacobian. A case the kernel hands back (a
+  singular lift, a corrector that does not converge, ``M_r`` not positive definite) runs on
+  the reference path from the kernel's last closed configuration — which raises the usual
+  errors or runs the full continuation — and the kernel restarts from its result (counted
+  in the summary's ``kernel_handbacks``). A model the kernel layout cannot represent
+  (tendon ports; an independent planar angle) runs on the reference evaluator throughout
+  (the summary's ``evaluator`` says which ran, ``evaluator_note`` why).
+* ``reference``: :class:`~rbc.sim.manifold.LiftedCloser` and
+  :func:`rbc.model.dynamics.reduced_terms` (NumPy/Pinocchio), kept for checking.
 
 **Integrators** (``--integrator``; ``--rtol``/``--atol``, defaults 1e-9 / 1e-12):
 
@@ -58,6 +71,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.integrate import solve_ivp
 
+from rbc.kernels.evaluator import KernelModel, KernelStage
+from rbc.kernels.layout import LayoutError
 from rbc.model.closure import ClosureError
 from rbc.model.dynamics import DynamicsData, DynamicsModel, forward_dynamics, reduced_terms
 from rbc.model.interfaces import ports
@@ -80,6 +95,8 @@ from rbc.sim.manifold import LiftedCloser
 
 INTEGRATORS = ("dopri5", "rk4", "RK45", "DOP853")
 DEFAULT_INTEGRATOR = "dopri5"
+EVALUATORS = ("kernel", "reference")
+DEFAULT_EVALUATOR = "kernel"
 #: Default tolerances: relative 1e-9 keeps the local error of each step nine digits below
 #: the state (the energy ledger of a 10 s passive four-bar then drifts by ≲ 1e-10 of its
 #: energy); absolute 1e-12 [rad, m, rad/s, m/s, J] is the floor for components through zero.
@@ -95,17 +112,25 @@ class ReducedBackend(Backend):
     """Reduced-model plant (module docstring).
 
     Options:
-        integrator: ``dopri5`` | ``rk4`` | ``RK45`` | ``DOP853``; rtol, atol: tolerances.
+        integrator: ``dopri5`` | ``rk4`` | ``RK45`` | ``DOP853``; rtol, atol: tolerances;
+        evaluator: ``kernel`` | ``reference`` (module docstring).
     """
 
     name = "reduced"
 
     def __init__(self, plant, part, q0, v0, dt, integrator: str = DEFAULT_INTEGRATOR,
-                 rtol: float = RTOL, atol: float = ATOL, **options) -> None:
+                 rtol: float = RTOL, atol: float = ATOL, evaluator: str = DEFAULT_EVALUATOR,
+                 **options) -> None:
         super().__init__(plant, part, q0, v0, dt)
         if integrator not in INTEGRATORS:
             raise BackendError(f"unknown integrator '{integrator}'; valid: "
                                f"{', '.join(INTEGRATORS)}")
+        if evaluator not in EVALUATORS:
+            raise BackendError(f"unknown evaluator '{evaluator}'; valid: "
+                               f"{', '.join(EVALUATORS)}")
+        self.evaluator = evaluator
+        self.evaluator_note: str | None = None
+        self.handbacks = 0
         for name, value in (("--rtol", rtol), ("--atol", atol)):
             if not 0 < value < 1:
                 raise BackendError(f"{name} {value:g}: must be in (0, 1)")
@@ -156,6 +181,7 @@ class ReducedBackend(Backend):
         self.close = LiftedCloser(self.dm, self.data, part, q)
         self.q = self.close.q
         self._cond_ref = scaled_cond(self.plant, part, self.close.lifted)
+        self.kernel = self._kernel_stage(part)
         self.n = part.independent.size
         works = self.y[-2:] if hasattr(self, "y") else np.zeros(2)
         self.y = np.concatenate([independent_values(self.plant, part, self.q),
@@ -167,15 +193,62 @@ class ReducedBackend(Backend):
         self._names = ([self.plant.v_names[int(j)] for j in part.independent]
                        + [f"{self.plant.v_names[int(j)]} (speed)" for j in part.independent]
                        + ["W_act", "W_passive"])
+        self._any_rated = bool(self._rated.any())
         self._k1 = None
+
+    def _kernel_stage(self, part) -> KernelStage | None:
+        """The kernel evaluator at the current closed configuration, or None (reference
+        evaluator requested, or a model the layout cannot represent: noted)."""
+        if self.evaluator != "kernel":
+            return None
+        try:
+            km = KernelModel(self.plant, part, self.dm.tree)
+            L = self.close.lifted
+            return KernelStage(km, self.close.q, L.E, L.geometry.rho)
+        except LayoutError as err:
+            self.evaluator_note = f"kernel layout: {err}; the reference evaluator ran"
+            return None
+
+    @property
+    def _closed(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(q, E, ρ) at the last closed configuration, from whichever evaluator closed it."""
+        if self.kernel is not None:
+            return self.kernel.q, self.kernel.E, self.kernel.rho
+        L = self.close.lifted
+        return self.close.q, L.E, L.geometry.rho
 
     # ----------------------------------------------------------------- dynamics
     def rhs(self, y: np.ndarray, f: np.ndarray) -> np.ndarray:
-        """ẏ (2 n_u + 2,) at state y with port efforts f — the one per-stage evaluation.
+        """ẏ (2 n_u + 2,) at state y with port efforts f — the one per-stage evaluation
+        (on the kernel, or the reference path when it hands the case back).
 
         Raises:
             StepFailure: the mechanism cannot be closed at the stage's x.
         """
+        kernel = self.kernel
+        if kernel is not None:
+            ydot = kernel.stage(y, f)
+            if ydot is not None:
+                self.stats.evaluations += 1
+                if self._any_rated:
+                    r = self._rated
+                    ydot[: self.n][r] = value_rates(self.plant, kernel.q, kernel.v,
+                                                    self.part.independent[r])
+                return ydot
+            self._hand_back()
+        ydot = self._reference_rhs(y, f)
+        if kernel is not None:
+            L = self.close.lifted
+            kernel.reseed(self.close.q, L.E, L.geometry.rho)
+        return ydot
+
+    def _hand_back(self) -> None:
+        """The reference closer restarts at the kernel's last closed configuration."""
+        self.handbacks += 1
+        self._fallbacks += self.close.fallbacks
+        self.close = LiftedCloser(self.dm, self.data, self.part, self.kernel.q)
+
+    def _reference_rhs(self, y: np.ndarray, f: np.ndarray) -> np.ndarray:
         n = self.n
         try:
             q = self.close(y[:n])
@@ -209,8 +282,21 @@ class ReducedBackend(Backend):
             self._solve_ivp(f, steps * self.dt)
         self.time = t_end
         self.steps = self.stats.accepted
-        self.q = self.close(self.x)
+        self.q = self._project(self.y)
         self.work_actuators, self.work_passive = float(self.y[-2]), float(self.y[-1])
+
+    def _project(self, y: np.ndarray) -> np.ndarray:
+        """The closed configuration (nq,) at the state's values (a copy)."""
+        if self.kernel is not None:
+            q = self.kernel.project(y)
+            if q is not None:
+                return q.copy()
+            self._hand_back()
+        q = self.close(y[: self.n])
+        if self.kernel is not None:
+            L = self.close.lifted
+            self.kernel.reseed(self.close.q, L.E, L.geometry.rho)
+        return q.copy()
 
     def _first_stage(self, f: np.ndarray) -> np.ndarray:
         if self._k1 is None or not np.array_equal(self._k1[1], f):
@@ -306,16 +392,19 @@ class ReducedBackend(Backend):
         """Re-select the independent set when the current R_p degrades (module docstring,
         "Run-time re-partitioning")."""
         k = self.plant
-        cond = scaled_cond(k, self.part, self.close.lifted)
+        cond = None if self.kernel is None else self.kernel.scaled_cond()
+        if cond is None:  # the reference closed here
+            cond = scaled_cond(k, self.part, self.close.lifted)
         if cond <= max(REPARTITION_MIN, 2.0 * self._cond_ref):
             return
-        found = reselect(k, self.part, self.close.q, cond,
+        q, E, _ = self._closed
+        found = reselect(k, self.part, q, cond,
                          allowed=lambda p: all(prescribable(k, int(j)) for j in p.independent))
         if found is None:
             self._cond_ref = cond  # no better chart here: look again when it doubles
             return
         old = self.part
-        q, v = self.close.q, self.close.lifted.E @ self.u
+        q, v = q.copy(), E @ self.u
         self.events.append({
             "time": self.time, "kind": found.kind, "old": list(old.joints),
             "new": list(found.partition.joints), "cond_before": found.cond_before,
@@ -327,6 +416,8 @@ class ReducedBackend(Backend):
         """Integration figures for the summary (docs/simulate.md)."""
         st = self.stats
         return {"integrator": self.integrator, "rtol": self.rtol, "atol": self.atol,
+                "evaluator": "reference" if self.kernel is None else "kernel",
+                "evaluator_note": self.evaluator_note, "kernel_handbacks": self.handbacks,
                 "accepted_steps": st.accepted, "rejected_steps": st.rejected,
                 "evaluations": st.evaluations, "max_error_estimate": st.worst,
                 "max_error_time": st.worst_time,
@@ -336,10 +427,11 @@ class ReducedBackend(Backend):
     # ----------------------------------------------------------------- measurement
     def measure(self) -> Measurement:
         k, t = self.plant, self.dm.tree
-        v = self.close.lifted.E @ self.u
+        _, E, rho = self._closed
+        v = E @ self.u
         qp, vp = t.q_pin(self.q[: k.nq_tree]), t.v_pin(v[: k.nv_tree])
         kin, pot = self.probe.energy(qp, vp)
-        rho = self.close.lifted.geometry.rho[: 6 * k.n_chords].reshape(-1, 6)
+        rho = rho[: 6 * k.n_chords].reshape(-1, 6)
         gaps = np.linalg.norm(rho[:, 3:], axis=1)  # linear part of each chord's residual
         return Measurement(self.pm.q_matrix @ self.q, self.pm.jacobian @ v,
                            self.probe.task_positions(qp), gaps, kin, pot, self.q.copy(), v)
