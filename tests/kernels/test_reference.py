@@ -154,7 +154,9 @@ def test_stage_powers_and_condition_equal_the_reference(any_record):
                 float(np.abs(f).max(initial=0.0) * np.abs(terms.v).max()))
     assert abs(ydot[2 * n] - p_act) <= RTOL * scale, (name, "P_act")
     assert abs(ydot[2 * n + 1] - p_pass) <= RTOL * scale, (name, "P_passive")
-    # singular values of the same matrix by two LAPACK drivers: cond·ε relative at worst
+    # the kernel takes σ_min, σ_max from the eigenvalues of the Gram matrix (lift.
+    # GRAM_FLOOR): relative error ~ε cond²; the reference's SVD ~ε cond
     c_ref = scaled_cond(kin, part, ref)
     c = ks.scaled_cond()
-    assert abs(c - c_ref) <= max(RTOL, 4 * np.finfo(float).eps * c_ref) * c_ref, name
+    eps = np.finfo(float).eps
+    assert abs(c - c_ref) <= max(RTOL, 4 * eps * c_ref, eps * c_ref**2) * c_ref, name
