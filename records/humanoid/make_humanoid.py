@@ -1,6 +1,6 @@
 """Generate the synthetic linkage-driven humanoid records and the formation files.
 
-    python records/humanoid/make_humanoid.py            # rewrites records/humanoid/*.yaml
+    python records/humanoid/make_humanoid.py [DIR]     # rewrites records/humanoid/*.yaml
 
 Deterministic: the same numbers every run (no randomness, no dependency beyond numpy and
 PyYAML). Writes
@@ -46,7 +46,7 @@ from the loop geometry, :func:`knee_like` and :func:`ankle_strut`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -432,7 +432,7 @@ def formation(kind: str) -> dict:
             step = 2 * math.pi / n if kind == "ring" else math.pi / (n - 1)
             half = step / 2
             radius = x_p + y_p / math.tan(half)
-            th = -k * step  # clockwise: a robot's right-hand neighbour is the next one
+            th = k * step  # counterclockwise: a robot's right-hand neighbour is the next one
             xyz = [radius * math.cos(th), radius * math.sin(th), height]
             yaw = th + math.pi
         members.append({"name": f"h{k + 1}", "bundle": f"{v.name}.h5",
@@ -453,22 +453,26 @@ HEADER = """\
 """
 
 
-def main() -> None:
+def main(out: Path = HERE) -> None:
+    """Write the five records and the three formations into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
     for v in VARIANTS:
         text = yaml.safe_dump(humanoid(v), sort_keys=False, default_flow_style=None,
                               width=100)
         what = (f"Synthetic linkage-driven humanoid, variant {v.name}: thigh {v.thigh} m, "
                 f"shank {v.shank} m, arms {v.upper_arm}/{v.forearm} m, mass scale "
                 f"{v.mass_scale}; 42 bodies, 49 joints, 8 loops, 21 ports (README.md).")
-        (HERE / f"{v.name}.yaml").write_text(HEADER.format(what=what) + text)
+        (out / f"{v.name}.yaml").write_text(HEADER.format(what=what) + text)
     for kind in ("ring", "semicircle", "line"):
         text = yaml.safe_dump(formation(kind), sort_keys=False, default_flow_style=None,
                               width=100)
         what = (f"Five humanoids (v1..v5) in a {kind}, holding hands with ideal ball joints "
                 "between palm points; mode 'stand': both soles of every robot supporting. "
                 "Member bundles: rbc compile humanoid_vN.yaml -o DIR/humanoid_vN.h5.")
-        (HERE / f"{kind}.yaml").write_text(HEADER.format(what=what) + text)
+        (out / f"{kind}.yaml").write_text(HEADER.format(what=what) + text)
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE)

@@ -61,6 +61,7 @@ SIZE_LIMITS: dict[str, int] = {
     "sidecar": 4 * MIB,        # URDF loops sidecar, Pinocchio constraints.yaml
     "reference": 64 * MIB,     # reference motion (CSV / YAML)
     "config": 1 * MIB,         # deployment config (YAML)
+    "composition": 1 * MIB,    # composition file (YAML, `rbc compose`)
     "policy": 256 * MIB,       # TorchScript archive, policy JSON
     "observations": 1 * GIB,   # observation arrays (npz)
     "bundle": 2 * GIB,         # compiled bundle (HDF5)

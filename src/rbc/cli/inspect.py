@@ -63,6 +63,8 @@ def inspect_command(
     elif not low["evaluated"]:
         con.print(f"  [dim]note: inertia of the independent speeds not evaluated: "
                   f"{low['why']}[/dim]")
+    if s["composition"]:
+        _composition(con, s["composition"])
     if s["actuators"]:
         con.print("  actuators: " + ", ".join(f"{a['name']}→{_port(a)}" for a in s["actuators"]))
     if s["chords"]:
@@ -120,3 +122,18 @@ def _low_inertia(bundle: Path) -> dict:
     out["evaluated"] = True
     out["directions"] = [{"speeds": list(n), "ratio": r} for n, r in dirs]
     return out
+def _composition(con: Console, c: dict) -> None:
+    con.print(f"  composition {c['name']}: members "
+              + ", ".join(f"{m['name']} ({m['record']}, {m['bundle']}, partition "
+                          f"{m['partition']})" for m in c["members"]))
+    for x in c["links"]:
+        con.print(f"  link {x['name']} ({x['type']}): {x['a']} — {x['b']}")
+    t = Table(title="composed modes", title_justify="left")
+    for col in ("mode", "bodies", "chords", "= loops+links+supports", "level-1 speeds",
+                "level-2 rank", "speeds"):
+        t.add_column(col)
+    for m in c["modes"]:
+        t.add_row(m["name"], str(m["bodies"]), str(m["chords"]),
+                  f"{m['member_chords']}+{len(m['links'])}+{len(m['supports'])}",
+                  str(m["level1_speeds"]), str(m["level2_rank"]), str(m["speeds"]))
+    con.print(t)

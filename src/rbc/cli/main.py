@@ -24,6 +24,7 @@ import warnings
 import typer
 
 from rbc.cli import compile as _compile  # noqa: F401  (registers commands)
+from rbc.cli import compose as _compose  # noqa: F401
 from rbc.cli import forces as _forces  # noqa: F401
 from rbc.cli import inspect as _inspect  # noqa: F401
 from rbc.cli import plan as _plan  # noqa: F401

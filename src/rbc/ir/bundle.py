@@ -31,6 +31,7 @@ partitions and the closure residual at ``q_ref``).
 from __future__ import annotations
 
 import hashlib
+import io
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -540,6 +541,22 @@ def check_values(data: BundleData) -> None:
             _check_value(data, f"{g}/{sub}", spec, local)
 
 
+def check_layout(data: BundleData, group: str, layout: dict[str, tuple],
+                 sizes: dict[str, int]) -> None:
+    """Check the datasets ``group/<key>`` of a layout written in the notation of
+    :data:`LAYOUT` (kind, shape, bounds in terms of ``sizes``) — for groups beyond this
+    module's tables, such as a composed bundle's ``/composition``.
+
+    Raises:
+        BundleError: naming the file and the dataset.
+    """
+    for key, spec in layout.items():
+        try:
+            _check_value(data, f"{group}/{key}", spec, sizes)
+        except KeyError as err:  # a size the layout names but the caller could not give
+            raise data.error(f"{group}/{key}", f"size {err} unknown") from None
+
+
 def groups_under(data: BundleData, parent: str) -> list[str]:
     """Names of the groups under ``parent`` (``/partitions``, ``/modes``), in stored order
     (datasets directly under ``parent``, such as ``/modes/notes``, are not groups)."""
@@ -601,17 +618,50 @@ def read_bundle(path: str | Path) -> BundleData:
         raise BundleError(f"{p}: no such bundle file")
     try:
         with open_hdf5(p, "bundle") as h5:
-            meta = h5.get("meta")
-            if not isinstance(meta, h5py.Group) or "bundle_schema" not in meta.attrs:
-                raise BundleError(f"{p}: not an rbc bundle (no /meta bundle_schema attribute)")
-            version = meta.attrs["bundle_schema"]
-            if not isinstance(version, (int, np.integer)) or int(version) != BUNDLE_SCHEMA:
-                raise BundleError(
-                    f"{p}: bundle schema {version} is not supported; this rbc reads schema "
-                    f"{BUNDLE_SCHEMA} — recompile the record with this version of rbc")
-            data = _read_all(p, h5)
+            data = _read_schema_checked(p, h5)
     except (OSError, RuntimeError, ValueError, KeyError, TypeError) as err:  # h5py/HDF5
         raise BundleError(f"{p}: unreadable HDF5 content ({err})") from None
+    return _check_contents(data)
+
+
+def read_embedded_bundle(raw: bytes, where: str) -> BundleData:
+    """Read a bundle embedded as bytes in another file (a member bundle of a composed
+    bundle, docs/bundle.md "/composition") with every check of :func:`read_bundle` from
+    step 2 on (the bytes were already bounded by the enclosing file); ``where`` names it
+    in messages (``FILE:/composition/members/NAME``).
+
+    Raises:
+        BundleError: as :func:`read_bundle`.
+    """
+    p = Path(where)
+    try:
+        h5 = h5py.File(io.BytesIO(raw), "r")
+    except OSError as err:
+        raise BundleError(f"{where}: not an HDF5 file ({err})") from None
+    try:
+        with h5:
+            _check_structure(p, h5, max(2 * len(raw), 1 << 20))
+            data = _read_schema_checked(p, h5)
+    except (OSError, RuntimeError, ValueError, KeyError, TypeError) as err:  # h5py/HDF5
+        raise BundleError(f"{where}: unreadable HDF5 content ({err})") from None
+    return _check_contents(data)
+
+
+def _read_schema_checked(p: Path, h5: h5py.File) -> BundleData:
+    """Step 3 (schema version), then every value (after the structure check)."""
+    meta = h5.get("meta")
+    if not isinstance(meta, h5py.Group) or "bundle_schema" not in meta.attrs:
+        raise BundleError(f"{p}: not an rbc bundle (no /meta bundle_schema attribute)")
+    version = meta.attrs["bundle_schema"]
+    if not isinstance(version, (int, np.integer)) or int(version) != BUNDLE_SCHEMA:
+        raise BundleError(
+            f"{p}: bundle schema {version} is not supported; this rbc reads schema "
+            f"{BUNDLE_SCHEMA} — recompile the record with this version of rbc")
+    return _read_all(p, h5)
+
+
+def _check_contents(data: BundleData) -> BundleData:
+    """Steps 4–5: integrity (record and content SHA-256), then the value layout."""
     meta = data.attrs.get("/meta", {})
     stored = meta.get(DIGEST_ATTR)
     text = data.text("/record/text")

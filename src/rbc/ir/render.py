@@ -20,13 +20,13 @@ import yaml
 
 from rbc.ir.record import (
     DEFAULT_FRICTION,
+    SCHEMA_VERSION,
     Body,
     Geometry,
     Joint,
     JointEffort,
     Pose,
     Record,
-    SCHEMA_VERSION,
     SpringForce,
     Support,
 )

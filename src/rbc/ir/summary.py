@@ -18,11 +18,45 @@ from pathlib import Path
 
 import numpy as np
 
-from rbc.ir.bundle import groups_under, read_bundle
+from rbc.ir.bundle import BundleData, groups_under, read_bundle
 
 
 def _groups(ptr: np.ndarray, flat: np.ndarray) -> list[list[int]]:
     return [flat[ptr[i]: ptr[i + 1]].tolist() for i in range(len(ptr) - 1)]
+
+
+def _composition(d: BundleData) -> dict | None:
+    """The ``composition`` key of a composed bundle (None for an ordinary bundle; the group
+    is checked by :func:`rbc.compose.bundle.load`, read here with typed access only)."""
+    g = "/composition"
+    if not any(k.startswith(g + "/") for k in d.datasets):
+        return None
+    attrs = d.attrs.get(g, {})
+
+    def member(n: str) -> dict:
+        a = d.attrs.get(f"{g}/members/{n}", {})
+        return {"name": n, **{k: str(a.get(src, "")) for k, src in (
+            ("bundle", "bundle"), ("record", "record_name"), ("partition", "partition"),
+            ("sha256", "sha256"))}}
+
+    links = [{"name": n, "type": t, "a": a, "b": b} for n, t, a, b in zip(
+        d.strings(f"{g}/links/name"), d.strings(f"{g}/links/type"),
+        d.strings(f"{g}/links/a_body"), d.strings(f"{g}/links/b_body"), strict=True)]
+    modes = []
+    for n in d.strings(f"{g}/mode_names"):
+        m = f"{g}/modes/{n}"
+        modes.append({"name": n, "supports": d.strings(f"{m}/supports"),
+                      "links": d.strings(f"{m}/links"),
+                      "bodies": int(d.number(m, "n_bodies")),
+                      "chords": int(d.number(m, "n_chords")),
+                      "member_chords": int(d.number(m, "member_chords")),
+                      "level1_speeds": int(d.number(m, "level1_speeds")),
+                      "speeds": int(d.number(m, "speeds")),
+                      "level2_rank": int(d.array(f"{m}/level2/rows").shape[0]),
+                      "independent": d.strings(f"{m}/partition/joints")})
+    return {"name": str(attrs.get("name", "")), "source": str(attrs.get("source", "")),
+            "members": [member(n) for n in d.strings(f"{g}/member_names")], "links": links,
+            "modes": modes}
 
 
 def summarize(path: str | Path) -> dict:
@@ -89,6 +123,7 @@ def summarize(path: str | Path) -> dict:
         act_terms = [{edge_name[k]: 1.0} for k in act_edges]
     return {
         "name": str(meta.get("record_name", "")),
+        "composition": _composition(d),
         "bodies": bodies,
         "joints": edge_name[:n_joints],
         "components": int(d.number("/graph", "components")),

@@ -373,10 +373,21 @@ class CompiledModel:
             BundleError: missing file, not a bundle, other schema version, a corrupted or
                 tampered bundle, or a record that no longer parses.
         """
+        return cls.from_data(read_bundle(path))
+
+    @classmethod
+    def from_data(cls, data: BundleData) -> CompiledModel:
+        """Load from bundle contents already read and checked by
+        :func:`rbc.ir.bundle.read_bundle` or :func:`rbc.ir.bundle.read_embedded_bundle` (a
+        member bundle inside a composed bundle); the record checks of :meth:`from_bundle`.
+
+        Raises:
+            BundleError: as :meth:`from_bundle` (the message names ``data.file``).
+        """
         from rbc.errors import RecordError
         from rbc.ir.schema import parse_record_text
 
-        data = read_bundle(path)
+        path = data.file
         source = str(data.attrs.get("/meta", {}).get("record_source", path))
         try:
             record = parse_record_text(data.text("/record/text"), source)
