@@ -162,7 +162,8 @@ def analyse(members: Sequence[MemberMap], flat: CompiledModel, mode: CompiledMod
     u_cols = w[ind]
     rows = np.sort(np.concatenate([*(m.rows(mode) for m in members), level2.rows]))
     joints = tuple(dict.fromkeys(mode.edge_names[int(mode.v_edge[j])] for j in u_cols))
-    part = Partition(name=name, independent=np.sort(u_cols),
+    # u in the composer's order (w order: members, then the mode's own chords)
+    part = Partition(name=name, independent=u_cols,
                      dependent=np.array(sorted(set(range(mode.nv)) - set(u_cols.tolist())),
                                         dtype=np.int64),
                      rows=rows.astype(np.int64), rank=mode.nv - u_cols.size,
