@@ -1,0 +1,178 @@
+"""Wrench recovery in a composed system: the reaction of every closure (soles, hand links,
+the members' loops) at a state, and the affine support-wrench maps λ_b(f) at a fixed state
+(docs/composition.md, "Wrench recovery").
+
+**Reactions.** With all accelerations ``a = E u̇ + Ė u`` known, every coordinate's equation
+(tree and cut coordinates, the latter massless)
+
+    M_T a + h_T + g_T − τ = Aᵀ x,       Aᵀ = [G_1ᵀ … G_nᵀ, Dγᵀ],
+
+is solved for the closure wrenches x (minimum norm, truncated SVD; ``G_e = J_t − J_c`` the
+generalized force of a unit wrench of chord e, :func:`rbc.model.reactions.constraint_map`).
+Chord e's wrench is what its first body (the world, for a support) exerts on its second:
+the ground on the sole, palm a on palm b. Reported in world axes about the origin of the
+chord's second frame (the sole frame, palm b). Only self-stresses (the out-of-plane
+components of the members' planar loops) are indeterminate; supports and links are
+unique whenever their rows are independent.
+
+**Affine maps.** At a fixed state (q, u) the accelerations are affine in the port efforts,
+``u̇(f) = u̇₀ + Γ⁻¹ Lᵀ f``, and so is the right-hand side, hence the support wrenches:
+
+    λ_b(f) = λ_b0 + Λ_b f,      Λ = X [M_T E_T Γ⁻¹ Lᵀ; 0] − X J_ℓᵀ  (rows of support b),
+
+with X the minimum-norm pseudo-inverse of Aᵀ. At a prescribed acceleration (inverse
+dynamics) these make the support-wrench limits (centre of pressure, friction) linear
+inequalities in f — what the allocation of issue #20 needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rbc.compose.dynamics import ComposedTerms, MemberModel, forward_dynamics
+from rbc.model.dynamics import DynamicsData, passive_efforts, tree_terms
+from rbc.model.interfaces import ports
+from rbc.model.reactions import constraint_map
+
+#: Singular values of Aᵀ above this fraction of the largest are kept (the reactions
+#: module's cut: drops the exactly redundant out-of-plane rows of planar loops).
+RANK_RTOL = 1e-9
+
+
+@dataclass(frozen=True, eq=False)
+class ChordWrenches:
+    """Closure wrenches at one state.
+
+    Attributes:
+        names: chord (cut joint) names of the mode model, in chord order.
+        wrench: (n_c, 6) ``[n; f]`` [N·m; N], world axes, about each chord's point.
+        point: (n_c, 3) the chord's second frame origin (world) [m].
+        unbalanced: ‖Aᵀ x − rhs‖∞ (round-off at a consistent state).
+    """
+
+    names: tuple[str, ...]
+    wrench: np.ndarray
+    point: np.ndarray
+    unbalanced: float
+
+    def by_name(self) -> dict[str, np.ndarray]:
+        return dict(zip(self.names, self.wrench, strict=True))
+
+
+def _pinv(At: np.ndarray) -> np.ndarray:
+    U, s, Vt = np.linalg.svd(At, full_matrices=False)
+    r = int(np.sum(s > RANK_RTOL * s[0])) if s.size and s[0] > 0 else 0
+    return (Vt[:r].T / s[:r]) @ U[:, :r].T
+
+
+def _points(mm: MemberModel, data: DynamicsData, q: np.ndarray) -> np.ndarray:
+    """(n_c, 3) world origins of the chords' second frames (through the tree)."""
+    k, t = mm.kin, mm.dm.tree
+    import pinocchio as pin
+
+    pin.framesForwardKinematics(t.model, data.pin_data, t.q_pin(q[: k.nq_tree]))
+    out = []
+    for e in k.chord_edges:
+        c = int(k.child[e])
+        T = data.pin_data.oMf[int(t.body_frame[c])] * k.B[e]
+        out.append(np.array(T.translation))
+    return np.array(out).reshape(-1, 3)
+
+
+def _about(W: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Wrenches (…, 6) about the world origin → about the points p (…, 3)."""
+    out = np.array(W, dtype=float)
+    out[..., :3] -= np.cross(p, out[..., 3:])
+    return out
+
+
+def _rhs(mm: MemberModel, data: DynamicsData, terms: ComposedTerms, udot: np.ndarray,
+         f: np.ndarray | None) -> np.ndarray:
+    k = mm.kin
+    nt = k.nv_tree
+    a = terms.lift.E @ udot + terms.edu
+    tt = tree_terms(mm.dm, data, terms.lift.q, terms.v)
+    smooth, coul = passive_efforts(mm.dm, terms.lift.q, terms.v)
+    tau = smooth + coul
+    if f is not None:
+        tau = tau + ports(k).jacobian.T @ np.asarray(f, dtype=float)
+    need = -tau
+    need[:nt] += tt.M @ a[:nt] + tt.h + tt.g
+    return need
+
+
+def chord_wrenches(mm: MemberModel, data: DynamicsData, terms: ComposedTerms,
+                   udot: np.ndarray, f: np.ndarray | None = None, wrench_loads=()
+                   ) -> ChordWrenches:
+    """Every chord's wrench at the state of ``terms`` with independent accelerations udot
+    (module docstring). ``f``: the port efforts that act (as given to the terms, or the
+    ones an inverse-dynamics solve found); ``wrench_loads``: external wrenches."""
+    from rbc.model.dynamics import wrench_efforts
+
+    k = mm.kin
+    q = terms.lift.q
+    need = _rhs(mm, data, terms, udot, f)
+    if wrench_loads:
+        need -= wrench_efforts(mm.dm, q, tuple(wrench_loads))
+    At = constraint_map(mm.dm, data, q)
+    x = _pinv(At) @ need
+    n = k.n_chords
+    W = x[: 6 * n].reshape(n, 6)
+    p = _points(mm, data, q)
+    return ChordWrenches(tuple(k.edge_names[e] for e in k.chord_edges), _about(W, p), p,
+                         float(np.abs(At @ x - need).max(initial=0.0)))
+
+
+@dataclass(frozen=True, eq=False)
+class SupportWrenchMap:
+    """The affine support-wrench maps at a fixed state: ``λ_b(f) = lam0[b] + Lam[b] f``.
+
+    Attributes:
+        supports: support names; point: (k, 3) their frame origins (world) [m];
+        lam0: (k, 6) wrenches at f = 0 [N·m; N] (world axes, about the support origin, the
+        ground on the sole); Lam: (k, 6, n_act) their sensitivity to the port efforts.
+    """
+
+    supports: tuple[str, ...]
+    point: np.ndarray
+    lam0: np.ndarray
+    Lam: np.ndarray
+
+    def __call__(self, f: np.ndarray) -> np.ndarray:
+        """(k, 6) the support wrenches produced with port efforts f (n_act,)."""
+        return self.lam0 + self.Lam @ np.asarray(f, dtype=float)
+
+
+def support_wrench_map(mm: MemberModel, data: DynamicsData, terms: ComposedTerms
+                       ) -> SupportWrenchMap:
+    """λ_b(f) at the state of ``terms`` (computed without port efforts; module docstring):
+    forward dynamics for each f, so the accelerations are the ones the efforts induce."""
+    k = mm.kin
+    nt = k.nv_tree
+    q = terms.lift.q
+    u0 = _speeds(terms)
+    udot0 = forward_dynamics(terms, u0)
+    At = constraint_map(mm.dm, data, q)
+    X = _pinv(At)
+    need0 = _rhs(mm, data, terms, udot0, None)
+    tt = tree_terms(mm.dm, data, q, terms.v)
+    Jl = ports(k).jacobian
+    sens = np.linalg.solve(terms.Gamma, terms.L.T)  # u̇ per unit f
+    N = -Jl.T.copy()
+    N[:nt] += tt.M @ (terms.lift.E[:nt] @ sens)
+    n0 = k.n_chords - len(k.supports)
+    rows = np.arange(6 * n0, 6 * k.n_chords)
+    p = _points(mm, data, q)[n0:]
+    lam0 = (X @ need0)[rows].reshape(-1, 6)
+    Lam = (X @ N)[rows].reshape(-1, 6, Jl.shape[0])
+    lam0 = _about(lam0, p)
+    Lam[:, :3] -= np.cross(p[:, :, None], Lam[:, 3:], axis=1)
+    return SupportWrenchMap(tuple(k.supports), p, lam0, Lam)
+
+
+def _speeds(terms: ComposedTerms) -> np.ndarray:
+    """The independent speeds u of ``terms`` (v at the independent coordinates)."""
+    l2 = terms.lift.structure.level2
+    return terms.v[l2.w[l2.independent]]
