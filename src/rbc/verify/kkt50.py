@@ -416,11 +416,21 @@ class NullSpace:
     rank: int
 
 
+#: Above this many rows and columns (min(m, n)) the null space is taken by sparse
+#: elimination (:func:`null_space_elimination`) instead of the Gram eigen-decomposition,
+#: whose dense O(n³) multiprecision sweeps dominate for composed systems (a ring of five
+#: humanoids: 235 × 235). Every shipped single robot stays below it.
+ELIMINATION_SIZE = 120
+
+
 def null_space(J: np.ndarray | mpmath.matrix) -> NullSpace:
     """Truncated SVD and null space of J (m × n; float64, or the 50-digit rows of
-    :func:`cut_rows`) at ``mp.dps = DPS`` (module docstring)."""
+    :func:`cut_rows`) at ``mp.dps = DPS`` (module docstring); large sparse J by
+    :func:`null_space_elimination`."""
     is_mp = isinstance(J, mpmath.matrix)
     m, n = (J.rows, J.cols) if is_mp else J.shape
+    if min(m, n) > ELIMINATION_SIZE:
+        return null_space_elimination(J)
     with mpmath.workdps(DPS):
         Jm = J if is_mp else _mp(J)
         if m == 0:
@@ -443,6 +453,106 @@ def null_space(J: np.ndarray | mpmath.matrix) -> NullSpace:
             U, V = Qk, (Jm.T * Qk * inv_s if r else mpmath.matrix(n, 0))
             Z = _complement(V) if r else mpmath.eye(n)
         return NullSpace(U, s, V, Z, r)
+
+
+def null_space_elimination(J: np.ndarray | mpmath.matrix) -> NullSpace:
+    """Null space and a particular-solution operator of J (m × n; float64 or 50-digit) by
+    sparse Gaussian elimination in ``mp.dps = DPS`` arithmetic (Golub & Van Loan 2013 §3.2,
+    §3.4).
+
+    Rows are eliminated one at a time — next the remaining row with the fewest entries (less
+    fill), its largest entry the pivot (rook pivoting within the row). A row whose largest
+    remaining entry is below ``SVD_RTOL·max|J|`` is dependent and dropped (the out-of-plane
+    rows of planar loops). With r pivots (rows R, columns P) the null space is spanned by
+    ``Z = [−R_P⁻¹ R_F; I]`` over the free columns F (not orthonormal), and
+    ``a_p = −R_P⁻¹ γ̃_R`` (zero on F, γ̃ the eliminated right-hand side) is a particular
+    solution. It is returned in the fields of :class:`NullSpace` so that
+    :func:`accelerations` reads it unchanged: ``U`` selects the pivot rows, ``s = 1``, ``V``
+    is ``R_P⁻¹`` on the columns P, and :meth:`_Eliminated.reduce` maps γ to γ̃. The KKT
+    solution a* is unique, so it does not depend on the basis (the two methods give the same
+    a* rounded to double on the shipped records: tests/verify/test_kkt50_elimination.py).
+    """
+    is_mp = isinstance(J, mpmath.matrix)
+    m, n = (J.rows, J.cols) if is_mp else J.shape
+    with mpmath.workdps(DPS):
+        mpf = mpmath.mpf
+        rows = [{j: (J[i, j] if is_mp else mpf(float(J[i, j]))) for j in range(n)
+                 if J[i, j] != 0} for i in range(m)]
+        tol = SVD_RTOL * max((abs(x) for r in rows for x in r.values()), default=mpf(0))
+        col_rows: dict[int, set[int]] = {}
+        for i, r in enumerate(rows):
+            for j in r:
+                col_rows.setdefault(j, set()).add(i)
+        pivots: list[tuple[int, int]] = []
+        ops: list[tuple[int, int, object]] = []  # b[k] -= factor · b[i], in order
+        done: set[int] = set()
+        while True:
+            live = [i for i in range(m) if i not in done and rows[i]]
+            if not live:
+                break
+            i = min(live, key=lambda k: (len(rows[k]), k))
+            done.add(i)
+            r = rows[i]
+            j, pv = max(r.items(), key=lambda kv: (abs(kv[1]), -kv[0]))
+            if abs(pv) <= tol:  # a dependent row
+                continue
+            pivots.append((i, j))
+            for k in sorted(col_rows.get(j, ())):
+                if k in done:
+                    continue
+                rk = rows[k]
+                factor = rk[j] / pv
+                ops.append((k, i, factor))
+                for c, x in r.items():
+                    y = rk.get(c)
+                    val = -factor * x if y is None else y - factor * x
+                    if c == j or val == 0:
+                        if c in rk:
+                            del rk[c]
+                            col_rows[c].discard(k)
+                    else:
+                        if y is None:
+                            col_rows.setdefault(c, set()).add(k)
+                        rk[c] = val
+        # back substitution: a pivot row holds its own pivot column, later pivots' columns
+        # and free columns only, so the pivot variables resolve in reverse order
+        pos = {j: t for t, (_, j) in enumerate(pivots)}
+        free = [j for j in range(n) if j not in pos]
+        r_ = len(pivots)
+        Z = mpmath.matrix(n, len(free))
+        for c, jf in enumerate(free):
+            Z[jf, c] = 1
+        Rinv = mpmath.matrix(n, r_)
+        for t in range(r_ - 1, -1, -1):
+            i, j = pivots[t]
+            r = rows[i]
+            pv = r[j]
+            others = [(cc, x) for cc, x in r.items() if cc != j]
+            for c in range(len(free)):
+                Z[j, c] = -mpmath.fsum(x * Z[cc, c] for cc, x in others) / pv
+            for s_ in range(t, r_):
+                acc = mpmath.fsum(x * Rinv[cc, s_] for cc, x in others)
+                Rinv[j, s_] = ((1 if s_ == t else 0) - acc) / pv
+        U = mpmath.matrix(m, r_)
+        for t, (i, _) in enumerate(pivots):
+            U[i, t] = 1
+        return _Eliminated(U, [mpf(1)] * r_, Rinv, Z, r_, tuple(ops))
+
+
+@dataclass(frozen=True, eq=False)
+class _Eliminated(NullSpace):
+    """A :class:`NullSpace` from :func:`null_space_elimination`, with the elimination's row
+    operations (the right-hand sides of the eliminated rows are combinations of γ)."""
+
+    ops: tuple = ()
+
+    def reduce(self, gamma: mpmath.matrix) -> mpmath.matrix:
+        """γ (m × 1, mp) → the eliminated right-hand side γ̃."""
+        with mpmath.workdps(DPS):
+            b = gamma.copy()
+            for k, i, factor in self.ops:
+                b[k] -= factor * b[i]
+            return b
 
 
 @dataclass(frozen=True, eq=False)
@@ -483,6 +593,17 @@ class KKTProblem:
     v: np.ndarray
 
 
+def reference_rows(dm: DynamicsModel, rows: CutRows) -> mpmath.matrix:
+    """The 50-digit physical and coupling rows (m × nv_T) whose null space the reference
+    takes (module docstring)."""
+    nt = dm.kin.nv_tree
+    CT, CC = coupling_coefficients(dm, rows)
+    with mpmath.workdps(DPS):
+        Gm = _mp(CT) + _mp(CC) * rows.Km if CC.size else _mp(CT)
+        return _rows_matrix(
+            [[m[i, j] for j in range(nt)] for m in (rows.Jm, Gm) for i in range(m.rows)], nt)
+
+
 def problem(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, u: np.ndarray,
             independent: np.ndarray, f: np.ndarray | None = None,
             wrenches: tuple[Wrench, ...] = ()) -> KKTProblem:
@@ -501,11 +622,7 @@ def problem(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, u: np.ndarray,
     rows = cut_rows(dm, data, q)
     G, _ = coupling_rows(dm, rows)
     J = np.vstack([rows.J, G])
-    CT, CC = coupling_coefficients(dm, rows)
-    with mpmath.workdps(DPS):
-        Gm = _mp(CT) + _mp(CC) * rows.Km if CC.size else _mp(CT)
-        ns = null_space(_rows_matrix(
-            [[m[i, j] for j in range(nt)] for m in (rows.Jm, Gm) for i in range(m.rows)], nt))
+    ns = null_space(reference_rows(dm, rows))
     ind = [int(j) for j in independent]
     if ns.Z.cols != len(ind):
         raise ReferenceMismatch(
@@ -567,7 +684,8 @@ def accelerations(p: KKTProblem, basis: np.ndarray | None = None) -> np.ndarray:
         M = _mp(p.M)
         a_p = mpmath.matrix(nt, 1)
         if ns.rank:
-            y = ns.U.T * _mp(gamma)
+            g = _mp(gamma)
+            y = ns.U.T * (ns.reduce(g) if isinstance(ns, _Eliminated) else g)
             for i in range(ns.rank):
                 y[i] = -y[i] / ns.s[i]
             a_p = ns.V * y
