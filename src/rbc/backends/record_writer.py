@@ -109,13 +109,9 @@ def rotate_inertia(rot_body_inertial: np.ndarray, tensor: np.ndarray) -> np.ndar
 
 def pose_dict(T: pin.SE3) -> dict:
     """Record pose ``{xyz, quat}`` of ``T_a_f`` (identity parts omitted; quat wxyz, w ≥ 0)."""
-    pose = spatial.pose_from_se3(T)
-    out: dict = {}
-    if any(v != 0.0 for v in pose.xyz):
-        out["xyz"] = floats(pose.xyz)
-    if tuple(pose.quat) != (1.0, 0.0, 0.0, 0.0):
-        out["quat"] = floats(pose.quat)
-    return out
+    from rbc.ir.render import pose_document
+
+    return pose_document(spatial.pose_from_se3(T))
 
 
 def se3(rotation: np.ndarray | None = None, translation: Sequence[float] | None = None) -> pin.SE3:
