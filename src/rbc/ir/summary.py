@@ -39,9 +39,11 @@ def _composition(d: BundleData) -> dict | None:
             ("bundle", "bundle"), ("record", "record_name"), ("partition", "partition"),
             ("sha256", "sha256"))}}
 
-    links = [{"name": n, "type": t, "a": a, "b": b} for n, t, a, b in zip(
-        d.strings(f"{g}/links/name"), d.strings(f"{g}/links/type"),
-        d.strings(f"{g}/links/a_body"), d.strings(f"{g}/links/b_body"), strict=True)]
+    cols = [d.strings(f"{g}/links/{k}") for k in ("name", "type", "a_body", "b_body")]
+    if len({len(c) for c in cols}) > 1:
+        raise d.error(f"{g}/links", "the link lists (name, type, a_body, b_body) differ in "
+                      "length")
+    links = [{"name": n, "type": t, "a": a, "b": b} for n, t, a, b in zip(*cols, strict=True)]
     modes = []
     for n in d.strings(f"{g}/mode_names"):
         m = f"{g}/modes/{n}"
@@ -52,7 +54,7 @@ def _composition(d: BundleData) -> dict | None:
                       "member_chords": int(d.number(m, "member_chords")),
                       "level1_speeds": int(d.number(m, "level1_speeds")),
                       "speeds": int(d.number(m, "speeds")),
-                      "level2_rank": int(d.array(f"{m}/level2/rows").shape[0]),
+                      "level2_rank": int(d.array(f"{m}/level2/rows").size),
                       "independent": d.strings(f"{m}/partition/joints")})
     return {"name": str(attrs.get("name", "")), "source": str(attrs.get("source", "")),
             "members": [member(n) for n in d.strings(f"{g}/member_names")], "links": links,
