@@ -39,8 +39,8 @@ def _q_names(m: CompiledModel) -> list[str]:
 
 @pytest.fixture(scope="module")
 def systems(pair):
-    from rbc.ir.schema import parse_record_text
     from rbc.ir.render import record_yaml
+    from rbc.ir.schema import parse_record_text
     from rbc.passes.forest import BuildForest
     from rbc.passes.graph import BuildGraph
     from rbc.passes.modules import BuildModules

@@ -32,7 +32,6 @@ from typing import Any
 
 from rbc.errors import InputError, RecordError
 from rbc.ir.record import Pose
-from rbc.safeio import read_text
 
 # the record reader's helpers: one set of YAML and field rules for records and compositions
 from rbc.ir.schema import (  # noqa: PLC2701
@@ -44,6 +43,7 @@ from rbc.ir.schema import (  # noqa: PLC2701
     _Reader,
     _string,
 )
+from rbc.safeio import read_text
 
 #: Version of the composition file layout.
 COMPOSITION_SCHEMA = 1
