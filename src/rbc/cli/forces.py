@@ -79,31 +79,58 @@ def forces_command(
         "moment \\[N·m] and force \\[N] in world axes; repeatable.")] = None,
     partition: Annotated[str | None, typer.Option(
         "--partition", help="Stored partition (default: `default`).")] = None,
+    mode: Annotated[str | None, typer.Option(
+        "--mode", help="Composed bundles: the composed mode (default: the first).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Actuator efforts (inverse dynamics) or accelerations (forward), and the reaction
     wrench of every joint, tree and cut, at one state. Exit 1 if the along-free-direction
     check fails."""
-    from rbc.api import load
-
     sets = _pairs(assignments, "--set")
     speeds = _pairs(velocity, "--velocity")
     accels = _pairs(acceleration, "--acceleration")
     efforts = _pairs(effort, "--effort") if effort else None
     wrenches = tuple(parse_wrench(w) for w in wrench or ())
-    model = load(bundle, partition)
+    comp, model = _model(bundle, partition, mode)
     u = model.vector(speeds, "independent", "--velocity")
     udot = model.vector(accels, "independent", "--acceleration") if accels else None
     f = model.vector(efforts, "actuators", "--effort") if efforts else None
     state = model.close(sets, speeds=u)
     sol = model.reactions(state, udot=udot, efforts=f, wrenches=wrenches)
     doc = {"bundle": str(bundle), **model.forces_report(sol)}
+    if comp is not None:
+        from rbc.compose.wrenches import link_and_support_report
+
+        doc["composed_mode"] = model.partition
+        doc.update(link_and_support_report(comp, model.partition, sol.q, sol.v, sol.udot,
+                                           sol.efforts, wrenches))
     if as_json:
         typer.echo(json.dumps(doc, indent=2))
     else:
         _print(model.name, doc)
     if not doc["checks"]["passed"]:
         raise typer.Exit(1)
+
+
+def _model(bundle: Path, partition: str | None, mode: str | None):
+    """``(composition or None, rbc.api.Model)``: a composed bundle's mode model with the
+    mode's partition (docs/composition.md), or the bundle's model and stored partition."""
+    from rbc.api import Model, load
+    from rbc.compose.bundle import has_composition
+    from rbc.compose.bundle import load as load_composed
+    from rbc.errors import UsageError
+
+    if not has_composition(bundle):
+        if mode is not None:
+            raise UsageError("--mode chooses a composed mode; "
+                             f"{bundle} is not a composed bundle (use --partition)")
+        return None, load(bundle, partition)
+    if partition is not None:
+        raise UsageError(f"{bundle} is a composed bundle: choose a composed mode with --mode "
+                         "(--partition does not apply)")
+    comp = load_composed(bundle)
+    md = comp.mode(mode)
+    return comp, Model(comp.model(md), md.partition, source=Path(bundle))
 
 
 def _vec(x: list[float], floor: float) -> str:
@@ -154,6 +181,17 @@ def _print(name: str, doc: dict) -> None:
     if doc["indeterminate"]:
         con.print(f"* not unique ({doc['reaction_null_space']} self-stress direction(s)): "
                   "the minimum-norm reactions are shown")
+    if "links" in doc:
+        con.print(f"composed mode {doc['composed_mode']}: link (palm a on palm b) and support "
+                  "(ground on sole) wrenches, world axes, about the second frame")
+        t = Table()
+        for col, just in (("chord", "left"), ("", "left"), ("force \\[N]", "right"),
+                          ("moment \\[N·m]", "right")):
+            t.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
+        for kind in ("links", "supports"):
+            for n, r in doc[kind].items():
+                t.add_row(n, kind[:-1], _vec(r["force"], floor), _vec(r["moment"], floor))
+        con.print(t)
     c = doc["checks"]
     con.print(f"check: max |free residual| = {c['free_residual']:.3e} (limit "
               f"{c['free_residual_limit']:.1e} relative, scale {c['scale']:.4g}) "

@@ -46,7 +46,16 @@ def verify_command(
 
     check_outputs({"BUNDLE": bundle, "--mjcf": mjcf, "--pinocchio": pinocchio},
                   {"--json": json_file})
-    model = CompiledModel.from_bundle(bundle)
+    from rbc.compose.bundle import is_composed
+    from rbc.ir.bundle import read_bundle
+
+    data = read_bundle(bundle)
+    if is_composed(data):
+        _verify_composed(bundle, data, mode, samples, seed,
+                         dynamics_samples if dynamics else None, json_file,
+                         partition is not None or mjcf is not None or pinocchio is not None)
+        return
+    model = CompiledModel.from_data(data)
     if mjcf is not None or pinocchio is not None:
         from rbc.verify.export_readback import check_inputs
 
@@ -92,6 +101,33 @@ def _verify_modes(bundle: Path, model, mode: str, samples: int, seed: int,
                                  progress=lambda n: bar.advance(task, n))
     _finish(bundle, checks, json_file,
             f"{len(names)} modes, {samples} samples in all, seed {seed}")
+
+
+def _verify_composed(bundle: Path, data, mode: str | None, samples: int, seed: int,
+                     dynamics_samples: int | None, json_file: Path | None,
+                     single_robot_options: bool) -> None:
+    """A composed bundle (docs/composition.md, "Verification"): its composed modes."""
+    from rbc.compose.bundle import from_data
+    from rbc.errors import UsageError
+    from rbc.verify.composition import run_composed_checks, work_units
+
+    if single_robot_options:
+        raise UsageError(f"{bundle} is a composed bundle: it is checked per composed mode "
+                         "(--mode NAME or all); --partition, --mjcf and --pinocchio do not "
+                         "apply")
+    comp = from_data(data)
+    names = list(comp.modes) if mode in (None, "all") else [comp.mode(mode).name]
+    n = samples if dynamics_samples is None else dynamics_samples
+    with progress_bar() as bar:
+        task = bar.add_task(f"verifying composition {comp.name} ({len(names)} modes)",
+                            total=len(names) * work_units(n))
+        checks = []
+        for name in names:
+            checks += run_composed_checks(comp, name, samples=n, seed=seed,
+                                          dynamics=dynamics_samples is not None,
+                                          progress=lambda k: bar.advance(task, k))
+    _finish(bundle, checks, json_file, f"composition {comp.name}, {len(names)} modes, "
+            f"{n} states per set, seed {seed}")
 
 
 def _finish(bundle: Path, checks: list, json_file: Path | None, what: str) -> None:

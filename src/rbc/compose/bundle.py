@@ -28,6 +28,7 @@ from rbc.ir.bundle import (
     PARTITION_LAYOUT,
     BundleData,
     check_layout,
+    open_hdf5,
     read_bundle,
     read_embedded_bundle,
     write_bundle,
@@ -98,16 +99,21 @@ def write_composed(path: str | Path, comp: Composition, member_files: list[Path]
     return write_bundle(path, composed_bundle(comp, member_files))
 
 
-def is_composed(path: str | Path) -> bool:
-    """Whether a bundle file is a composed bundle (has ``/composition``).
+def has_composition(path: str | Path) -> bool:
+    """Whether a bundle file has a ``/composition`` group, from its metadata only (after
+    the structure checks of :func:`rbc.ir.bundle.open_hdf5`; the contents are read and
+    checked by :func:`load` or :meth:`CompiledModel.from_bundle`).
 
     Raises:
-        BundleError: not a bundle (:func:`rbc.ir.bundle.read_bundle`).
+        BundleError: missing, not a regular file, not HDF5, or refused by the structure
+            checks.
     """
-    return _has_group(read_bundle(path))
+    with open_hdf5(path) as h5:
+        return GROUP.strip("/") in h5
 
 
-def _has_group(data: BundleData) -> bool:
+def is_composed(data: BundleData) -> bool:
+    """Whether read bundle contents are a composed bundle's (have ``/composition``)."""
     return any(k.startswith(GROUP + "/") for k in data.datasets)
 
 
@@ -212,7 +218,17 @@ def _mode(data: BundleData, flat: CompiledModel, links: dict[str, Joint], name: 
 
 
 def load(path: str | Path) -> Composition:
-    """Read a composed bundle, trusting nothing in it.
+    """Read a composed bundle, trusting nothing in it (:func:`from_data` on
+    :func:`rbc.ir.bundle.read_bundle`).
+
+    Raises:
+        BundleError: as :func:`from_data`.
+    """
+    return from_data(read_bundle(path))
+
+
+def from_data(data: BundleData) -> Composition:
+    """A composition from the contents of a composed bundle, trusting nothing in them.
 
     The file is read by :func:`rbc.ir.bundle.read_bundle` (structure, content SHA-256, the
     flat model's layout) and the flat model checked against its record
@@ -227,8 +243,8 @@ def load(path: str | Path) -> Composition:
         BundleError: not a bundle, not a composed bundle, another layout version, or any
             inconsistency (naming the file and the dataset).
     """
-    data = read_bundle(path)
-    if not _has_group(data):
+    path = data.file
+    if not is_composed(data):
         raise BundleError(f"{path}: not a composed bundle (no /composition; write one with "
                           "`rbc compose`)")
     layout = data.attrs.get(GROUP, {}).get("layout")

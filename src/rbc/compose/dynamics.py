@@ -204,12 +204,10 @@ class MemberModel:
                 rotors.append(f"{j.name}.armature")
                 cols.append(int(kin.v_offset[kin.edge(j.name)]))
                 alpha.append(j.armature)
-        data = DynamicsData.of(dm)
         zero = np.zeros(kin.nv)
         q = kin.initial_configuration()
         damping = joint_passive_efforts(dm, q, zero)[0] - joint_passive_efforts(
             dm, q, np.ones(kin.nv))[0]
-        del data
         params = InertialParameters(tuple(rec.bodies[i].name for i in idx), pi, tuple(rotors),
                                     np.array(alpha, dtype=float))
         return cls(ComposerStructure.build(kin, members, level2), dm,
@@ -389,6 +387,23 @@ def projected_terms(mm: MemberModel, data: DynamicsData, terms: ComposedTerms
     return ET.T @ tt.M @ ET, ET.T @ (tt.h + tt.M @ terms.edu[:nt]), ET.T @ tt.g
 
 
+def pinocchio_regressor_efforts(mm: MemberModel, data: DynamicsData, terms: ComposedTerms,
+                                a: np.ndarray) -> np.ndarray:
+    """``E_Tᵀ (Y_T π_T + armature ∘ a_T)`` (n_u,) with ``Y_T`` from
+    ``pinocchio.computeJointTorqueRegressor`` on the flat tree at the state of ``terms``
+    and the accelerations a (nv,): an independent evaluation of :func:`regressor` ``· π``
+    with ``u_r = u`` (Pinocchio's regressor and its own inertias; rotors as armature)."""
+    t, k = mm.dm.tree, mm.kin
+    nt = k.nv_tree
+    qp = t.q_pin(terms.lift.q[: k.nq_tree])
+    Yp = pin.computeJointTorqueRegressor(t.model, data.pin_data, qp, t.v_pin(terms.v[:nt]),
+                                         t.v_pin(a[:nt]))
+    pi = np.concatenate([t.model.inertias[j].toDynamicParameters()
+                         for j in range(1, t.model.njoints)])
+    tau = Yp @ pi + np.asarray(t.model.armature) * t.v_pin(a[:nt])
+    return terms.lift.E[:nt][t.v_perm].T @ tau
+
+
 @functools.lru_cache(maxsize=8)
 def member_model(comp: Composition, mode: str | None = None) -> MemberModel:
     """:meth:`MemberModel.build`, cached per composition and mode."""
@@ -396,4 +411,5 @@ def member_model(comp: Composition, mode: str | None = None) -> MemberModel:
 
 
 __all__: Sequence[str] = ("ComposedTerms", "InertialParameters", "MemberModel",
-                          "composed_terms", "forward_dynamics", "projected_terms", "regressor")
+                          "composed_terms", "forward_dynamics", "pinocchio_regressor_efforts",
+                          "projected_terms", "regressor")

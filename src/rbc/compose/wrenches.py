@@ -176,3 +176,34 @@ def _speeds(terms: ComposedTerms) -> np.ndarray:
     """The independent speeds u of ``terms`` (v at the independent coordinates)."""
     l2 = terms.lift.structure.level2
     return terms.v[l2.w[l2.independent]]
+
+
+def link_and_support_report(comp, mode: str, q: np.ndarray, v: np.ndarray, udot: np.ndarray,
+                            f: np.ndarray, wrench_loads=()) -> dict:
+    """The ``links`` and ``supports`` keys of ``rbc forces --json`` on a composed bundle: the
+    wrench of every active hand link (palm a on palm b) and support (the ground on the sole)
+    at a solved state, by the composed path (:func:`chord_wrenches` on the member-wise
+    terms), world axes, about the link's second frame or the support frame.
+
+    Args:
+        comp: the composition; mode: its mode name; q: (nq,) closed configuration of the
+        mode model; v: (nv,) its speeds; udot: (n_u,) independent accelerations (the mode
+        partition's order); f: (n_act,) port efforts; wrench_loads: external wrenches.
+    """
+    from rbc.compose.dynamics import composed_terms, member_model
+
+    mm = member_model(comp, mode)
+    md = comp.modes[mode]
+    data = DynamicsData.of(mm.dm)
+    u = np.asarray(v, dtype=float)[md.partition.independent]
+    T = composed_terms(mm, data, q, u)
+    W = chord_wrenches(mm, data, T, np.asarray(udot, dtype=float), f, tuple(wrench_loads))
+    by = dict(zip(W.names, zip(W.wrench, W.point, strict=True), strict=True))
+
+    def entry(name: str) -> dict:
+        w, p = by[name]
+        return {"force": w[3:].tolist(), "moment": w[:3].tolist(), "point": p.tolist()}
+
+    return {"links": {n: entry(n) for n in md.links},
+            "supports": {s: entry(s + ".support") for s in md.supports},
+            "unbalanced": W.unbalanced}

@@ -418,9 +418,11 @@ class NullSpace:
 
 #: Above this many rows and columns (min(m, n)) the null space is taken by sparse
 #: elimination (:func:`null_space_elimination`) instead of the Gram eigen-decomposition,
-#: whose dense O(n³) multiprecision sweeps dominate for composed systems (a ring of five
-#: humanoids: 235 × 235). Every shipped single robot stays below it.
-ELIMINATION_SIZE = 120
+#: whose dense O(n³) multiprecision sweeps dominate for composed systems (two humanoids
+#: holding hands, 91 × 94 rows: 220 s per state by the eigen-decomposition, 1.4 s by
+#: elimination, on a loaded 2-core machine). Every shipped single robot stays below it
+#: (the largest, the humanoid: 32 × 47).
+ELIMINATION_SIZE = 60
 
 
 def null_space(J: np.ndarray | mpmath.matrix) -> NullSpace:

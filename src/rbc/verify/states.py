@@ -75,7 +75,14 @@ def make_states(model: CompiledModel, part: Partition, n: int, seed: int = DEFAU
         ClosureError: the sampler could not close enough configurations.
     """
     rng = np.random.default_rng(seed)
-    qs = sample_configurations(model, part, n, rng).q
+    return states_at(model, part, sample_configurations(model, part, n, rng).q, rng)
+
+
+def states_at(model: CompiledModel, part: Partition, qs, rng: np.random.Generator
+              ) -> tuple[list[State], list[State]]:
+    """Sets A and B at the closed configurations ``qs`` (each (nq,)), the set-B draws from
+    ``rng`` in the order of the module docstring (what :func:`make_states` does after
+    sampling; a composed system draws its configurations its own way)."""
     rec = model.record
     nu = part.independent.size
     sc = scales(model, part.length_scale).cols[part.independent]

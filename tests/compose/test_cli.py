@@ -1,0 +1,81 @@
+"""``rbc verify`` and ``rbc forces`` on a composed bundle (the pair of humanoids holding
+hands): the composition's check catalogue per mode, and hand-link and sole wrenches from
+``rbc forces`` against the maximal-coordinate Newton–Euler reference."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from rbc.cli.forces import parse_wrench
+from rbc.cli.main import main
+from rbc.model.dynamics import DynamicsModel
+from rbc.model.reactions import resolve_request
+from rbc.verify.newton_euler import NewtonEuler
+
+
+def _checks(path) -> list[dict]:
+    return json.loads(path.read_text())["checks"]
+
+
+def test_verify_composed_kinematics(members_dir, pair, tmp_path, capsys):
+    out = tmp_path / "v.json"
+    code = main(["verify", str(members_dir / "pair.h5"), "--samples", "2", "--json", str(out)])
+    assert code == 0, capsys.readouterr().err
+    checks = _checks(out)
+    assert {c["mode"] for c in checks} == {"stand", "free"}
+    assert {c["name"] for c in checks} == {"closure.residual", "composer.lift",
+                                           "composer.curvature", "composer.rate.fd"}
+    assert all(c["passed"] for c in checks)
+
+
+@pytest.mark.slow
+def test_verify_composed_dynamics(members_dir, pair, tmp_path, capsys):
+    out = tmp_path / "v.json"
+    code = main(["verify", str(members_dir / "pair.h5"), "--mode", "stand", "--dynamics",
+                 "--dynamics-samples", "1", "--json", str(out)])
+    assert code == 0, capsys.readouterr().err
+    names = {c["name"] for c in _checks(out)}
+    assert {"dynamics.skew.fd", "dynamics.delta_a.kkt50", "forces.links.newton_euler",
+            "dynamics.regressor.pinocchio"} <= names
+
+
+@pytest.mark.parametrize("argv", [["verify", "{b}", "--partition", "default"],
+                                  ["verify", "{b}", "--mode", "sit"],
+                                  ["forces", "{b}", "--partition", "default"],
+                                  ["forces", "{b}", "--mode", "sit"]])
+def test_single_robot_options_refused(members_dir, pair, capsys, argv):
+    code = main([a.format(b=members_dir / "pair.h5") for a in argv])
+    assert code == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_forces_hand_link_equals_newton_euler(members_dir, pair, capsys):
+    comp = pair[1]
+    md = comp.modes["stand"]
+    # at rest: with a few speeds set, the others' dependent speeds are round-off whose sign
+    # switches Coulomb friction (−μ sign v) on or off, differently in every algorithm
+    code = main(["forces", str(members_dir / "pair.h5"), "--json", "--effort",
+                 "h1/m_waist=2.0", "--wrench",
+                 "h2/forearm_l@0,0,-0.2=0.5,0,0,0,0,-20"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    doc = json.loads(out.out)
+    assert doc["mode"] == "forward" and doc["composed_mode"] == "stand"
+    kin = comp.model(md)
+    # the same closed configuration (the request's closure is deterministic), the speeds
+    # and efforts as reported
+    q = resolve_request(kin, md.partition, assignments={}, velocity={},
+                        acceleration=None, efforts=None, wrenches=()).q
+    v = np.array([doc["state"]["velocity"][n] for n in kin.v_names])
+    f = np.array([doc["efforts"][a.name] for a in kin.record.actuators])
+    ne = NewtonEuler.build(DynamicsModel.build(kin)).reactions(
+        q, v, f, (parse_wrench("h2/forearm_l@0,0,-0.2=0.5,0,0,0,0,-20"),))
+    scale = max(1.0, max(np.abs(w).max() for w in ne.values()))
+    for name, r in (*doc["links"].items(),
+                    *((s + ".support", r) for s, r in doc["supports"].items())):
+        got = np.concatenate([r["moment"], r["force"]])
+        # Newton–Euler is double precision in maximal coordinates: 1e-9 (issue #19)
+        assert np.abs(got - ne[name]).max() <= 1e-9 * scale, name
