@@ -259,10 +259,10 @@ BAD = {
                      "diaginertia='1 1 1'/><joint/></body></worldbody><equality>\n"
                      "<connect body1='a' body2='nope' anchor='0 0 0'/></equality></mujoco>",
                      "body2='nope' is not a body"),
-    "polynomial": ("<mujoco><worldbody><body name='a'><inertial pos='0 0 0' mass='1' "
-                   "diaginertia='1 1 1'/><joint name='x'/><joint name='y'/></body></worldbody>"
-                   "<equality>\n<joint joint1='x' joint2='y' polycoef='0 1 0.5 0 0'/>"
-                   "</equality></mujoco>", "nonlinear"),
+    "equality_unknown": ("<mujoco><worldbody><body name='a'><inertial pos='0 0 0' mass='1' "
+                         "diaginertia='1 1 1'/><joint name='x'/><joint name='y'/></body>"
+                         "</worldbody><equality>\n<joint joint1='x' joint2='z' "
+                         "polycoef='0 1 0.5 0 0'/></equality></mujoco>", "'z' is not a joint"),
 }
 
 
@@ -285,9 +285,9 @@ def test_missing_file_exits_2(tmp_path, capsys):
     assert not (tmp_path / "o.yaml").exists()
 
 
-def test_nonlinear_error_names_the_line(tmp_path, capsys):
+def test_equality_error_names_the_line(tmp_path, capsys):
     xml = tmp_path / "bad.xml"
-    xml.write_text(BAD["polynomial"][0])
+    xml.write_text(BAD["equality_unknown"][0])
     code, _, err = run_import(capsys, "mjcf", str(xml), "-o", str(tmp_path / "o.yaml"))
     assert code == 2 and "line 2" in err and "/mujoco/equality/joint" in err
 

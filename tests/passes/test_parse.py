@@ -577,12 +577,12 @@ BAD: list[tuple[str, str, str]] = [
     (
         "actuator_joint_and_terms",
         doc(extra="actuators: [{name: m, joint: j, terms: {j: 1}}]\n"),
-        "actuators[0].joint: an actuator has either 'joint' (a joint port) or 'terms'",
+        "actuators[0].terms: an actuator has exactly one port definition: 'joint'",
     ),
     (
         "actuator_without_port",
         doc(extra="actuators: [{name: m}]\n"),
-        "actuators[0]: an actuator has either 'joint' (a joint port) or 'terms'",
+        "actuators[0]: an actuator has exactly one port definition: 'joint'",
     ),
     (
         "tendon_unknown_joint",

@@ -79,7 +79,7 @@ def test_references_include_the_coupling_rows(name):
 
     ref = kkt50.solve(dm, data, s.q, s.u, part.independent, s.f, s.wrenches)
     rows = kkt50.cut_rows(dm, data, s.q)
-    G, gamma = kkt50.coupling_rows(dm, rows, kkt50.cut_drift(dm, data, s.q, ref.v)[1])
+    G, gamma = kkt50.coupling_rows(dm, rows, kkt50.cut_drift(dm, data, s.q, ref.v)[1], ref.v)
     assert np.abs(G @ ref.a + gamma).max() <= 1e-12 * scale
 
     tau = terms.tau_full + passive_efforts(dm, s.q, terms.v)[1]

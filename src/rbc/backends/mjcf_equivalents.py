@@ -60,16 +60,25 @@ def _massless(model: CompiledModel, v: int) -> bool:
             and not b.geometry)
 
 
-def attached(model: CompiledModel) -> set[int]:
-    """Bodies something is attached to: cut joints, tasks, supports, spring-dampers."""
+def loaded(model: CompiledModel) -> set[int]:
+    """Bodies that carry a point of the record: tasks, supports, spring-damper and
+    distance-port attachment points (these bodies must keep their own MuJoCo body)."""
     idx = model.record.body_index()
-    out = {int(model.parent[k]) for k in model.chord_edges}
-    out |= {int(model.child[k]) for k in model.chord_edges}
-    out |= {idx[t.body] for t in (*model.record.tasks, *model.record.supports)}
+    out = {idx[t.body] for t in (*model.record.tasks, *model.record.supports)}
     for f in model.record.forces:
         if isinstance(f, SpringForce):
             out |= {idx[f.a.body], idx[f.b.body]}
+    for a in model.record.actuators:
+        if a.distance is not None:
+            out |= {idx[e.body] for e in a.distance}
     return out
+
+
+def attached(model: CompiledModel) -> set[int]:
+    """Bodies something is attached to: cut joints and the :func:`loaded` bodies."""
+    out = {int(model.parent[k]) for k in model.chord_edges}
+    out |= {int(model.child[k]) for k in model.chord_edges}
+    return out | loaded(model)
 
 
 def tree_children(model: CompiledModel) -> dict[int, list[int]]:
@@ -90,8 +99,8 @@ def plain_revolute(model: CompiledModel, k: int) -> bool:
     return (j.type == "revolute" and not (j.armature or j.damping or j.friction
                                           or j.spring.stiffness)
             and not any(np.isfinite(x) for x in (*j.lower, *j.upper))
-            and j.name not in {a.joint for a in rec.actuators}
-            and not any(j.name in dict(c.terms) for c in rec.couplings)
+            and not any(j.name in a.port_joints for a in rec.actuators)
+            and not any(j.name in c.joints for c in rec.couplings)
             and not any(isinstance(f, JointEffort) and f.joint == j.name for f in rec.forces))
 
 
@@ -166,11 +175,7 @@ def cut_balls(model: CompiledModel, q: np.ndarray, scale: float) -> dict[int, Cu
     for k in model.chord_edges:
         for v in (int(model.parent[k]), int(model.child[k])):
             ends[v] = ends.get(v, 0) + 1
-    idx = model.record.body_index()
-    loaded = {idx[t.body] for t in (*model.record.tasks, *model.record.supports)}
-    for f in model.record.forces:
-        if isinstance(f, SpringForce):
-            loaded |= {idx[f.a.body], idx[f.b.body]}
+    busy = loaded(model)
     out: dict[int, CutBall] = {}
     used: set[int] = set()
 
@@ -187,7 +192,7 @@ def cut_balls(model: CompiledModel, q: np.ndarray, scale: float) -> dict[int, Cu
             chain, v = [], leaf
             while (v < model.n_bodies and _massless(model, v) and v not in used
                    and len(children.get(v, [])) == (0 if v == leaf else 1)
-                   and v not in loaded and ends.get(v, 0) == (1 if v == leaf else 0)):
+                   and v not in busy and ends.get(v, 0) == (1 if v == leaf else 0)):
                 e = int(model.parent_edge[v])
                 if e < 0 or model.sign[e] < 0 or not plain_revolute(model, e):
                     break
@@ -222,6 +227,6 @@ def cut_balls(model: CompiledModel, q: np.ndarray, scale: float) -> dict[int, Cu
     return out
 
 
-__all__ = ["CONCURRENCY_RTOL", "CutBall", "HINGE_SLIDE", "SPAN_TOL", "attached",
+__all__ = ["CONCURRENCY_RTOL", "CutBall", "HINGE_SLIDE", "SPAN_TOL", "attached", "loaded",
            "concurrent_point", "cut_balls", "gimbal_axes", "merged_bodies", "plain_revolute",
            "tree_children"]

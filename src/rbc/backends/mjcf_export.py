@@ -41,7 +41,9 @@ Mapping (sources: MuJoCo XML reference, https://mujoco.readthedocs.io/en/stable/
 * **Motors** at the actuator ports with ``gear=1`` (ctrl is the port effort [N·m | N]),
   ``ctrlrange`` from ``effort_limits``; a tendon port becomes a ``<tendon><fixed>`` with its
   coefficients and the motor acts on the tendon.
-* **Couplings** → ``<equality><joint>`` (two joints at most; ``polycoef`` linear).
+* **Couplings** → ``<equality><joint>`` (two joints at most; ``polycoef`` linear, or a
+  polynomial ``q₁ = h(q₂)`` of degree ≤ 4; table profiles are refused).
+* **Distance ports** → ``<tendon><spatial>`` through two sites at the attachment points.
 * **Cut joints** → equality constraints between *sites* placed at the chord's joint frames
   ``Jb`` (``A_e`` in body b) and ``Jc`` (``B_e`` in body c), so the anchors in both bodies
   are exact and independent of ``qpos0``:
@@ -89,6 +91,7 @@ grow with the square of the joint count).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -787,17 +790,36 @@ def _joint_of(w: _Writer, joint: str) -> str | None:
     return w.one_dof.get(w.model.edge(joint))
 
 
+def polynomial_about_zero(coefficients: tuple[float, ...], center: float) -> list[float]:
+    """Coefficients ``a_i`` of ``Σ c_i (x − center)^i = Σ a_i x^i`` (binomial expansion)."""
+    out = [0.0] * len(coefficients)
+    for i, c in enumerate(coefficients):
+        for k in range(i + 1):
+            out[k] += c * math.comb(i, k) * (-center) ** (i - k)
+    return out
+
+
+#: Highest polynomial degree of a MuJoCo joint equality (``polycoef`` has five entries).
+MJ_POLY_DEGREE = 4
+
+
 def _couplings(w: _Writer, eq: etree._Element) -> None:
-    """Linear couplings → ``<equality><joint>``: ``c₁q₁ + c₂q₂ + offset = 0`` is
-    ``q₁ = −offset/c₁ − (c₂/c₁) q₂`` (``polycoef``; the exported joints have ``ref`` 0, so
-    qpos0 = 0); a one-term coupling holds q₁ at ``−offset/c₁``.
+    """Couplings → ``<equality><joint>`` (``polycoef``; the exported joints have ``ref`` 0,
+    so qpos0 = 0 and MuJoCo's ``q₁ − q₁₀ = Σ a_i (q₂ − q₂₀)^i`` is ``q₁ = Σ a_i q₂^i``).
+    A linear ``c₁q₁ + c₂q₂ + offset = 0`` is ``q₁ = −offset/c₁ − (c₂/c₁) q₂`` (a one-term
+    coupling holds q₁ at ``−offset/c₁``); a polynomial ``q₁ = h(q₂)`` of degree ≤ 4 writes
+    h's coefficients about 0.
 
     Raises:
         CompileError: a coupling of more than two joints (a MuJoCo joint equality relates
-            two), or one on a joint that is not a 1-dof tree joint.
+            two), a table coupling or a polynomial above degree 4 (MuJoCo's joint equality
+            is a quartic), or one on a joint that is not a 1-dof tree joint.
     """
     m = w.model
     for c in m.record.couplings:
+        if c.profile is not None:
+            _profile_coupling(w, eq, c)
+            continue
         if len(c.terms) > 2:
             raise CompileError(f"{m.record.source}: MJCF export: coupling '{c.name}' "
                                f"relates {len(c.terms)} joints; a MuJoCo joint equality "
@@ -817,12 +839,48 @@ def _couplings(w: _Writer, eq: etree._Element) -> None:
         el.set("polycoef", vec(poly))
 
 
+def _profile_coupling(w: _Writer, eq: etree._Element, c) -> None:
+    """``q_joint = h(q_input)`` with a polynomial h of degree ≤ 4 → one joint equality."""
+    src = w.model.record.source
+    prof = c.profile
+    if prof.type != "polynomial" or len(prof.coefficients) > MJ_POLY_DEGREE + 1:
+        what = ("a table (cam) profile" if prof.type == "table"
+                else f"a polynomial of degree {len(prof.coefficients) - 1}")
+        raise CompileError(f"{src}: MJCF export: coupling '{c.name}' is {what}; a MuJoCo "
+                           f"joint equality is a polynomial of degree ≤ {MJ_POLY_DEGREE}")
+    joints = [_joint_of(w, n) for n in (c.joint, c.input)]
+    for n, j in zip((c.joint, c.input), joints, strict=True):
+        if j is None:
+            raise CompileError(f"{src}: MJCF export: coupling '{c.name}' involves '{n}', "
+                               "which is not a 1-dof tree joint")
+    poly = polynomial_about_zero(prof.coefficients, prof.center)
+    poly += [0.0] * (MJ_POLY_DEGREE + 1 - len(poly))
+    etree.SubElement(eq, "joint", name=w.names.take("equality", c.name), joint1=joints[0],
+                     joint2=joints[1], polycoef=vec(poly))
+
+
 def _motors(w: _Writer, root: etree._Element) -> None:
     """One ``motor`` per actuator at its port, gear 1 (ctrl = port effort); a tendon port
-    is a ``<tendon><fixed>`` with the port's coefficients, driven by a motor on the tendon."""
+    is a ``<tendon><fixed>`` with the port's coefficients, a distance port a
+    ``<tendon><spatial>`` through sites ``NAME.a`` and ``NAME.b`` at its attachment points
+    (its length is ℓ; a positive motor force pushes the points apart, as ``J_ℓᵀ f``), each
+    driven by a motor on the tendon.
+
+    Raises:
+        CompileError: a port on a joint that is not a 1-dof tree joint, or a profile or
+            velocity port (MuJoCo's transmissions are linear in a joint, a tendon or a site
+            pair; ``ℓ = h(q)`` and velocity-level maps have no counterpart).
+    """
     m = w.model
     if not m.record.actuators:
         return
+    src = m.record.source
+    for a in m.record.actuators:
+        if a.kind in ("profile", "velocity"):
+            raise CompileError(f"{src}: MJCF export: actuator '{a.name}' is a {a.kind} port, "
+                               "which no MuJoCo transmission represents (joint, fixed tendon "
+                               "and site-to-site spatial tendon are linear in a joint or a "
+                               "length); use the reduced or pinocchio backend")
     ports: list[tuple[str, list[tuple[str, float]]]] = []
     for a in m.record.actuators:
         joints = [(_joint_of(w, n), coef) for n, coef in a.port_terms]
@@ -832,17 +890,25 @@ def _motors(w: _Writer, root: etree._Element) -> None:
                                    f"drives '{n}', which is not a 1-dof tree joint")
         ports.append((a.name, joints))
     tendons = {}
-    if any(a.terms for a in m.record.actuators):
+    if any(a.kind in ("tendon", "distance") for a in m.record.actuators):
         ten = etree.SubElement(root, "tendon")
+        bodies = m.record.body_index()
         for a, (_, joints) in zip(m.record.actuators, ports, strict=True):
-            if a.terms:
+            if a.kind == "tendon":
                 tendons[a.name] = w.names.take("tendon", a.name)
                 fixed = etree.SubElement(ten, "fixed", name=tendons[a.name])
                 for j, coef in joints:
                     etree.SubElement(fixed, "joint", joint=j, coef=fmt(coef))
+            elif a.kind == "distance":  # attachment bodies are never merged (attached())
+                tendons[a.name] = w.names.take("tendon", a.name)
+                spatial = etree.SubElement(ten, "spatial", name=tendons[a.name])
+                for end, att in zip("ab", a.distance, strict=True):
+                    site = _site(w, w.elements[bodies[att.body]], f"{a.name}.{end}",
+                                 pin.SE3(np.eye(3), np.array(att.xyz, dtype=float)))
+                    etree.SubElement(spatial, "site", site=site)
     act = etree.SubElement(root, "actuator")
     for a, (_, joints) in zip(m.record.actuators, ports, strict=True):
-        port = {"tendon": tendons[a.name]} if a.terms else {"joint": joints[0][0]}
+        port = {"tendon": tendons[a.name]} if a.name in tendons else {"joint": joints[0][0]}
         el = etree.SubElement(act, "motor", name=w.names.take("actuator", a.name), **port,
                               gear="1")
         if a.effort_limits is not None:

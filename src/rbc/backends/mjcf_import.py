@@ -20,8 +20,9 @@ essentials:
 * **Loops.** ``equality connect`` → a spherical joint; its second anchor is the world
   position of ``anchor`` (body1 frame) at ``qpos0`` expressed in body2's frame — exactly
   what MuJoCo computes. ``weld`` → a fixed joint (relative pose at ``qpos0`` unless
-  ``relpose`` is given). ``equality joint`` → a linear coupling (nonlinear ``polycoef`` is
-  an error).
+  ``relpose`` is given). ``equality joint`` → a linear coupling, or, when ``polycoef`` has
+  quadratic to quartic terms, a polynomial coupling ``q1 = h(q2)`` with
+  ``h = q1₀ + Σ cₖ (q2 − q2₀)ᵏ`` (center q2₀).
 * **Tendons.** A ``<fixed>`` tendon is the linear combination ``ℓ = Σ coef·qpos`` of hinge and
   slide joints; an actuator on it becomes an actuator whose port is that combination
   (``terms``) — with a joint equality tying the joints (Menagerie's Panda fingers) it is the
@@ -874,11 +875,10 @@ def _body_ref(ctx: _Ctx, el, name: str | None, by_name, attr: str) -> str:
 
 
 def _joint_equality(ctx: _Ctx, el, a: dict, name: str, jointmap: dict[str, _Joint]) -> dict:
-    """``q1 − q1₀ = Σ cₖ (q2 − q2₀)ᵏ`` with only c0, c1 → a linear coupling (SI)."""
+    """``q1 − q1₀ = Σ cₖ (q2 − q2₀)ᵏ`` → a linear coupling (only c0, c1, or no joint2) or a
+    polynomial coupling ``q1 = h(q2)``, ``h = q1₀ + c0 + Σ_{k≥1} cₖ (q2 − q2₀)ᵏ`` (SI; MuJoCo's
+    coefficients act on qpos in radians and metres, so they are not converted)."""
     coef = _nums(ctx, el, a, "polycoef", 5, [0.0, 1.0, 0.0, 0.0, 0.0])
-    if any(coef[2:]):
-        raise ctx.error(el, f"joint equality '{name}' is nonlinear (polycoef {coef}); only "
-                        "linear couplings can be imported")
     names = [a.get("joint1"), a.get("joint2")]
     if names[0] is None:
         raise ctx.error(el, "missing 'joint1'")
@@ -894,6 +894,12 @@ def _joint_equality(ctx: _Ctx, el, a: dict, name: str, jointmap: dict[str, _Join
         ends.append(jointmap[n])
     y, x = ends
     y0 = _ref(ctx, y, "ref")
+    if x is not None and any(coef[2:]):
+        while coef and coef[-1] == 0.0:
+            coef = coef[:-1]
+        return {"name": name, "type": "polynomial", "joint": y.name, "input": x.name,
+                "coefficients": [float(y0 + coef[0]), *map(float, coef[1:])],
+                "center": float(_ref(ctx, x, "ref"))}
     terms = {y.name: 1.0}
     offset = -y0 - coef[0]
     if x is not None:

@@ -85,10 +85,9 @@ def inspect_command(
 
 
 def _port(a: dict) -> str:
-    """A joint port's joint, or a tendon port as ``0.5·j1 + 0.5·j2``."""
-    if a["joint"] is not None:
-        return a["joint"]
-    return " + ".join(f"{c:g}·{n}" for n, c in a["terms"].items())
+    """A joint port's joint, a tendon port as ``0.5·j1 + 0.5·j2``, or the description of a
+    distance, profile or velocity port (``Actuator.describe``)."""
+    return a["port"]
 
 
 #: ``inspect`` evaluates the reduced inertia only up to this many tree speeds (Pinocchio's

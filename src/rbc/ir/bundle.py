@@ -381,6 +381,8 @@ LAYOUT: dict[str, tuple] = {
     "/interfaces/actuators/terms_ptr": ("p", "A", "/interfaces/actuators/terms_edge"),
     "/interfaces/actuators/terms_edge": ("i", ("·",), 0, "E-1"),
     "/interfaces/actuators/terms_coef": ("f", ("Q",)),
+    "/interfaces/actuators/kind": ("s", "A"),
+    "/interfaces/actuators/port": ("s", "A"),
     "/interfaces/actuators/transmission": ("s", "A"),
     "/interfaces/actuators/reduction": ("f", ("A",)),
     "/interfaces/actuators/rotor_inertia": ("f", ("A",)),

@@ -67,8 +67,20 @@ def coordinate_names(joint_type: str, joint_name: str) -> tuple[tuple[str, ...],
     return tuple(map(fmt, q)), tuple(map(fmt, v))
 
 
+def is_linear_speed(joint_type: str, k: int) -> bool:
+    """Whether the k-th velocity coordinate of a joint type is a linear speed [m/s]
+    (prismatic, a cylinder's ``d``, planar and free ``vx vy vz``) rather than angular."""
+    return joint_type == "prismatic" or COORDINATE_SUFFIXES[joint_type][1][k] in (
+        "d", "vx", "vy", "vz")
+
+
 TRANSMISSION_TYPES: tuple[str, ...] = ("direct", "gear", "screw")
-COUPLING_TYPES: tuple[str, ...] = ("linear",)
+#: Scalar profiles h(x) of one joint coordinate (:class:`Profile`).
+PROFILE_TYPES: tuple[str, ...] = ("polynomial", "table")
+#: ``linear``: γ = Σ c_k q_k + offset; ``polynomial`` / ``table``: γ = q_joint − h(q_input).
+COUPLING_TYPES: tuple[str, ...] = ("linear", *PROFILE_TYPES)
+#: How an actuator's port is defined (:attr:`Actuator.kind`).
+PORT_KINDS: tuple[str, ...] = ("joint", "tendon", "distance", "profile", "velocity")
 FORCE_TYPES: tuple[str, ...] = ("spring", "joint_effort")
 TASK_KINDS: tuple[str, ...] = ("position", "pose")
 
@@ -205,17 +217,59 @@ class Transmission:
 
 
 @dataclass(frozen=True)
+class Profile:
+    """A smooth scalar function ``h(x)`` of one joint coordinate x (SI: rad or m).
+
+    ``polynomial``: ``h(x) = Σ_i c_i (x − center)^i`` (MuJoCo's ``polycoef`` form).
+    ``table``: the piecewise cubic Hermite interpolant through the knots ``(x_i, y_i)``
+    with the given slopes ``y'_i`` (C¹; a cam profile with its derivative). Outside the
+    knots it continues linearly with the end slope, unless ``periodic`` (then x is
+    wrapped into ``[x_0, x_0 + period)``, ``period = x_last − x_0``; the end values and
+    slopes agree). Evaluation: :mod:`rbc.model.profiles`.
+
+    Attributes:
+        type: one of :data:`PROFILE_TYPES`.
+        coefficients: polynomial ``c_0 … c_n``; center: polynomial expansion point.
+        x, y, slope: table knots (strictly increasing x), values and slopes.
+        periodic: table only.
+    """
+
+    type: str
+    coefficients: tuple[float, ...] = ()
+    center: float = 0.0
+    x: tuple[float, ...] = ()
+    y: tuple[float, ...] = ()
+    slope: tuple[float, ...] = ()
+    periodic: bool = False
+
+
+@dataclass(frozen=True)
 class Actuator:
-    """An actuator driving a port through a transmission: the coordinate of ``joint``, or a
-    fixed tendon, the linear combination ``ℓ = Σ_k c_k q_k`` of 1-coordinate joints
-    (``terms``; ``joint`` is then None).
+    """An actuator driving a port through a transmission. The port (:attr:`kind`) is one of
+
+    * ``joint``: the coordinate of ``joint``;
+    * ``tendon``: a fixed tendon, ``ℓ = Σ_k c_k q_k`` over 1-coordinate joints (``terms``);
+    * ``distance``: the distance ``ℓ = |p_b − p_a|`` between two attachment points
+      (``distance = (a, b)``; a cylinder whose barrel and rod are not modelled);
+    * ``profile``: ``ℓ = h(q_j)``, a profile of one joint's coordinate (``profile = (joint,
+      h)``; a motor driving the joint through an unmodelled linkage or cam);
+    * ``velocity``: a transmission defined at the velocity level only, ``ℓ̇ = Σ_k c_k v_k``
+      over named velocity coordinates (``velocity``; a belt, a differential, a drive on a
+      ball joint's angular-velocity component): it has no displacement map, and its
+      effort dual is ``τ_k = c_k f``.
 
     Attributes:
         effort_limits: ``(lower, upper)`` at the port [N·m | N] or None.
         speed_limit: at the port [rad/s | m/s] or None.
         rotor_inertia: motor rotor inertia I_m [kg·m²]; reflected α = I_m·N².
         viscous, coulomb: drive friction at the port.
-        terms: ``((joint, c_k), …)`` of a tendon port (empty for a joint port).
+        terms: ``((joint, c_k), …)`` of a tendon port (empty otherwise).
+        distance: ``(a, b)`` attachments of a distance port, or None.
+        profile: ``(joint, Profile)`` of a profile port, or None.
+        velocity: ``((joint, k, c), …)`` of a velocity port: coefficient c on the k-th
+            velocity coordinate of the joint (empty otherwise).
+        unit: ``m`` or ``rad`` for profile and velocity ports (what ℓ measures); ``""``
+            where the port's geometry decides it.
     """
 
     name: str
@@ -227,6 +281,44 @@ class Actuator:
     viscous: float = 0.0
     coulomb: float = 0.0
     terms: tuple[tuple[str, float], ...] = ()
+    distance: tuple[Attachment, Attachment] | None = None
+    profile: tuple[str, Profile] | None = None
+    velocity: tuple[tuple[str, int, float], ...] = ()
+    unit: str = ""
+
+    @property
+    def kind(self) -> str:
+        """How the port is defined: one of :data:`PORT_KINDS`."""
+        if self.joint is not None:
+            return "joint"
+        if self.terms:
+            return "tendon"
+        if self.distance is not None:
+            return "distance"
+        return "profile" if self.profile is not None else "velocity"
+
+    @property
+    def linear(self) -> bool:
+        """True for ports ``ℓ = Σ c_k q_k`` with constant coefficients (joint, tendon)."""
+        return self.joint is not None or bool(self.terms)
+
+    def describe(self) -> str:
+        """The port in words, e.g. ``boom_cyl``, ``0.5·f1 + 0.5·f2``, ``|swing(0.85, 0, 0.3)
+        → boom(2.5, 0, 0.05)|``, ``polynomial(knee)``, ``velocity 1·S.wx``."""
+        def num(x: float) -> str:
+            return f"{x:.6g}"
+
+        if self.joint is not None:
+            return self.joint
+        if self.terms:
+            return " + ".join(f"{num(c)}·{n}" for n, c in self.terms)
+        if self.distance is not None:
+            a, b = self.distance
+            return "|" + " → ".join(f"{e.body}({', '.join(map(num, e.xyz))})"
+                                    for e in (a, b)) + "|"
+        if self.profile is not None:
+            return f"{self.profile[1].type}({self.profile[0]})"
+        return "velocity " + " + ".join(f"{num(c)}·{n}[{k}]" for n, k, c in self.velocity)
 
     @property
     def has_drive_data(self) -> bool:
@@ -235,18 +327,46 @@ class Actuator:
 
     @property
     def port_terms(self) -> tuple[tuple[str, float], ...]:
-        """``((joint, c_k), …)`` of the port ``ℓ = Σ c_k q_k`` (a joint port: one term, 1)."""
-        return self.terms if self.terms else ((str(self.joint), 1.0),)
+        """``((joint, c_k), …)`` of a linear port ``ℓ = Σ c_k q_k`` (a joint port: one term,
+        1); ``()`` for distance, profile and velocity ports."""
+        if self.joint is not None:
+            return ((self.joint, 1.0),)
+        return self.terms
+
+    @property
+    def port_joints(self) -> tuple[str, ...]:
+        """The joints whose coordinates the port reads (a distance port: none, it is
+        defined by geometry; a velocity port: the joints of its coordinates)."""
+        if self.profile is not None:
+            return (self.profile[0],)
+        if self.velocity:
+            return tuple(dict.fromkeys(n for n, _, _ in self.velocity))
+        return tuple(n for n, _ in self.port_terms)
 
 
 @dataclass(frozen=True)
 class Coupling:
-    """A holonomic coupling ``γ(q) = Σ_k c_k q_k + offset = 0`` over 1-coordinate joints."""
+    """A holonomic coupling ``γ(q) = 0`` over 1-coordinate joints.
+
+    ``linear``: ``γ = Σ_k c_k q_k + offset`` (``terms``). ``polynomial`` / ``table``:
+    ``γ = q_joint − h(q_input)`` with the :class:`Profile` h (``joint``, ``input``,
+    ``profile``; ``terms`` is empty).
+    """
 
     name: str
     type: str
-    terms: tuple[tuple[str, float], ...]
+    terms: tuple[tuple[str, float], ...] = ()
     offset: float = 0.0
+    joint: str | None = None
+    input: str | None = None
+    profile: Profile | None = None
+
+    @property
+    def joints(self) -> tuple[str, ...]:
+        """The joints the coupling relates (record order of its definition)."""
+        if self.profile is not None:
+            return (str(self.joint), str(self.input))
+        return tuple(n for n, _ in self.terms)
 
 
 @dataclass(frozen=True)
@@ -382,4 +502,4 @@ class Record:
 
     def actuated_joints(self) -> frozenset[str]:
         """Names of joints that carry an actuator (every joint of a tendon port)."""
-        return frozenset(n for a in self.actuators for n, _ in a.port_terms)
+        return frozenset(n for a in self.actuators for n in a.port_joints)

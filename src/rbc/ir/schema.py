@@ -40,7 +40,9 @@ from rbc.ir.record import (
     COUPLING_TYPES,
     DEFAULT_FRICTION,
     FORCE_TYPES,
+    JOINT_COORDINATES,
     JOINT_TYPES,
+    PROFILE_TYPES,
     SCHEMA_VERSION,
     SUPPORT_KINDS,
     TASK_KINDS,
@@ -53,12 +55,15 @@ from rbc.ir.record import (
     Joint,
     JointEffort,
     Pose,
+    Profile,
     Record,
     Spring,
     SpringForce,
     Support,
     Task,
     Transmission,
+    coordinate_names,
+    is_linear_speed,
 )
 from rbc.safeio import MAX_MAGNITUDE, gc_paused, load_yaml, read_text
 
@@ -706,19 +711,45 @@ ACTUATOR_KEYS = (
     "viscous",
     "coulomb",
     "terms",
+    "distance",
+    "profile",
+    "velocity",
+    "effort",
+    "unit",
 )
+#: The keys that define an actuator's port (exactly one is given).
+PORT_KEYS = ("joint", "terms", "distance", "profile", "velocity")
+PORT_UNITS = ("m", "rad")
 
 
-def _actuator(ctx: _Ctx, path: str, value: Any) -> Actuator:
+def _actuator(ctx: _Ctx, path: str, value: Any, joints: Sequence[Joint] = ()) -> Actuator:
+    """One actuator; ``joints`` (the record's) resolve a velocity port's coordinate names."""
     r = _Reader(ctx, path, value, ACTUATOR_KEYS)
-    terms = _terms(ctx, r) if r.has("terms") else ()
-    if bool(terms) == r.has("joint"):
-        raise ctx.error(r.at("joint") if r.has("joint") else path,
-                        "an actuator has either 'joint' (a joint port) or 'terms' (a fixed "
-                        "tendon, the port ℓ = Σ c·q over 1-coordinate joints)",
-                        expected="joint: NAME, or terms: {joint: coefficient, ...}")
+    given = [k for k in PORT_KEYS if r.has(k)]
+    if len(given) != 1:
+        raise ctx.error(r.at(given[1]) if len(given) > 1 else path,
+                        "an actuator has exactly one port definition: 'joint' (a joint port), "
+                        "'terms' (a fixed tendon ℓ = Σ c·q), 'distance' (between two "
+                        "attachment points), 'profile' (ℓ = h(q) of one joint) or "
+                        "'velocity' (a velocity-level transmission ℓ̇ = Σ c·v)",
+                        expected="one of " + ", ".join(PORT_KEYS),
+                        got=", ".join(given) or None)
+    kind = given[0]
+    if r.has("effort") and kind != "velocity":
+        raise ctx.error(r.at("effort"), "'effort' (the effort dual of a velocity map) is for "
+                        "velocity ports", expected="velocity: {...} with it, or no 'effort'")
+    if r.has("unit") and kind not in ("profile", "velocity"):
+        raise ctx.error(r.at("unit"), f"a {kind} port's unit follows from its geometry",
+                        expected="'unit' only on profile and velocity ports")
+    velocity = r.get("velocity", _velocity_terms, ())
+    if r.has("effort"):
+        _check_effort_dual(ctx, r.at("effort"), velocity, _velocity_terms(ctx, r.at("effort"),
+                                                                          r.data["effort"]))
+    coords = velocity_coordinates(joints) if velocity else {}
+    for name, _ in velocity:
+        _ref(ctx, f"{r.at('velocity')}.{name}", name, coords, "velocity coordinate")
     return Actuator(
-        terms=terms,
+        terms=_terms(ctx, r) if kind == "terms" else (),
         name=r.get("name", _string),
         joint=r.get("joint", _string, None),
         transmission=r.get("transmission", _transmission, Transmission()),
@@ -727,7 +758,92 @@ def _actuator(ctx: _Ctx, path: str, value: Any) -> Actuator:
         speed_limit=r.get("speed_limit", _positive, None),
         viscous=r.get("viscous", _nonneg, 0.0),
         coulomb=r.get("coulomb", _nonneg, 0.0),
+        distance=r.get("distance", _distance, None),
+        profile=r.get("profile", _profile_port, None),
+        velocity=tuple((*coords[n], c) for n, c in velocity),
+        unit=r.get("unit", _choice(PORT_UNITS), ""),
     )
+
+
+def _distance(ctx: _Ctx, path: str, value: Any) -> tuple[Attachment, Attachment]:
+    r = _Reader(ctx, path, value, ("a", "b"))
+    return r.get("a", _attachment), r.get("b", _attachment)
+
+
+def _velocity_terms(ctx: _Ctx, path: str, value: Any) -> tuple[tuple[str, float], ...]:
+    """``{coordinate: coefficient}`` of a velocity map (names resolved by check_record)."""
+    r = _Reader(ctx, path, value, None)  # free keys: coordinate names
+    if not r.data:
+        raise ctx.error(path, "empty velocity map", expected="{coordinate: coefficient, ...}")
+    return tuple((k, r.get(k, _number)) for k in r.data)
+
+
+#: Relative tolerance of the effort-dual check of a velocity map: both are read from
+#: decimal text, so a dual written with the same digits agrees exactly; 1e-12 admits
+#: round-off of a coefficient computed by the author (0.1 + 0.2 vs 0.3).
+DUAL_RTOL = 1e-12
+
+
+def _check_effort_dual(ctx: _Ctx, path: str, velocity: Sequence[tuple[str, float]],
+                       effort: Sequence[tuple[str, float]]) -> None:
+    """Virtual power ``f ℓ̇ = τᵀ v`` for every v holds iff the effort map is the transpose
+    of the velocity map: the same coordinates with the same coefficients."""
+    vel, eff = dict(velocity), dict(effort)
+    for name in sorted(set(vel) | set(eff)):
+        c, d = vel.get(name, 0.0), eff.get(name, 0.0)
+        if abs(c - d) > DUAL_RTOL * max(abs(c), abs(d)):
+            raise ctx.error(f"{path}.{name}", f"effort coefficient {d!r} on '{name}' is not the "
+                            f"velocity coefficient {c!r}: the effort map of a transmission is "
+                            "the transpose of its velocity map (virtual power f·ℓ̇ = τᵀ·v)",
+                            expected=f"{c!r} (or leave out 'effort': it is implied)")
+
+
+def _floats(ctx: _Ctx, path: str, value: Any) -> tuple[float, ...]:
+    items = _list(ctx, path, value, what="numbers")
+    return tuple(_number(ctx, f"{path}[{i}]", v) for i, v in enumerate(items))
+
+
+PROFILE_KEYS: dict[str, tuple[str, ...]] = {
+    "polynomial": ("coefficients", "center"),
+    "table": ("x", "y", "slope", "periodic"),
+}
+#: Relative agreement of a periodic table's end values and slopes (decimal round-off).
+PERIODIC_RTOL = 1e-12
+
+
+def _profile(r: _Reader, kind: str, extra: tuple[str, ...]) -> Profile:
+    """A :class:`Profile` from ``r`` (whose other allowed keys are ``extra``)."""
+    ctx = r.ctx
+    r.only((*extra, *PROFILE_KEYS[kind]), f"a {kind} profile")
+    if kind == "polynomial":
+        coef = r.get("coefficients", _floats)
+        if not coef:
+            raise ctx.error(r.at("coefficients"), "no coefficients",
+                            expected="[c0, c1, …]: h(x) = Σ c_i (x − center)^i")
+        return Profile(kind, coefficients=coef, center=r.get("center", _number, 0.0))
+    x, y, slope = (r.get(k, _floats) for k in ("x", "y", "slope"))
+    if len(x) < 2 or len(y) != len(x) or len(slope) != len(x):
+        raise ctx.error(r.path, f"a table needs at least 2 knots and equal lengths (x {len(x)}, "
+                        f"y {len(y)}, slope {len(slope)})",
+                        expected="x, y, slope: lists of the same length ≥ 2")
+    for i in range(1, len(x)):
+        if not x[i] > x[i - 1]:
+            raise ctx.error(f"{r.at('x')}[{i}]", f"x is not strictly increasing ({x[i - 1]!r} "
+                            f"then {x[i]!r})", expected="strictly increasing knots")
+    periodic = r.get("periodic", _flag, False)
+    if periodic:
+        for key, vals in (("y", y), ("slope", slope)):
+            a, b = vals[0], vals[-1]
+            if abs(a - b) > PERIODIC_RTOL * max(abs(a), abs(b), 1.0):
+                raise ctx.error(r.at(key), f"a periodic table ends where it starts, but {key} "
+                                f"goes from {a!r} to {b!r}", expected=f"{key}[-1] = {key}[0]")
+    return Profile(kind, x=x, y=y, slope=slope, periodic=periodic)
+
+
+def _profile_port(ctx: _Ctx, path: str, value: Any) -> tuple[str, Profile]:
+    r = _Reader(ctx, path, value, None)
+    kind = r.get("type", _choice(PROFILE_TYPES))
+    return r.get("joint", _string), _profile(r, kind, ("joint", "type"))
 
 
 def _terms(ctx: _Ctx, r: _Reader) -> tuple[tuple[str, float], ...]:
@@ -741,14 +857,23 @@ def _terms(ctx: _Ctx, r: _Reader) -> tuple[tuple[str, float], ...]:
     return tuple((k, terms.get(k, _number)) for k in terms.data)
 
 
+COUPLING_COMMON = ("name", "type")
+
+
 def _coupling(ctx: _Ctx, path: str, value: Any) -> Coupling:
-    r = _Reader(ctx, path, value, ("name", "type", "terms", "offset"))
-    return Coupling(
-        name=r.get("name", _string),
-        type=r.get("type", _choice(COUPLING_TYPES)),
-        terms=_terms(ctx, r),
-        offset=r.get("offset", _number, 0.0),
-    )
+    r = _Reader(ctx, path, value, None)
+    name = r.get("name", _string)
+    kind = r.get("type", _choice(COUPLING_TYPES))
+    if kind == "linear":
+        r.only((*COUPLING_COMMON, "terms", "offset"), "a linear coupling")
+        return Coupling(name=name, type=kind, terms=_terms(ctx, r),
+                        offset=r.get("offset", _number, 0.0))
+    profile = _profile(r, kind, (*COUPLING_COMMON, "joint", "input"))
+    joint, inp = r.get("joint", _string), r.get("input", _string)
+    if joint == inp:
+        raise ctx.error(r.at("input"), f"the coupling relates joint '{joint}' to itself",
+                        expected="an input joint other than 'joint'")
+    return Coupling(name=name, type=kind, joint=joint, input=inp, profile=profile)
 
 
 def _attachment(ctx: _Ctx, path: str, value: Any) -> Attachment:
@@ -924,15 +1049,26 @@ def _check_one_coordinate(
 
 
 def _check_actuator(ctx: _Ctx, i: int, a: Actuator, joints: Mapping[str, Joint],
-                    driven: dict[str, int]) -> None:
-    """A joint port or a tendon port (its terms): 1-coordinate joints driven once; a tendon
-    port over joints of one kind (its displacement has one unit), with nonzero coefficients
-    and without drive data (rotor inertia or drive friction at a multi-joint port would
-    couple its joints' inertia; not supported)."""
-    where = f"actuators[{i}].joint" if a.joint is not None else f"actuators[{i}].terms"
+                    bodies: Collection[str], driven: dict[str, int]) -> None:
+    """The port of actuator i (:attr:`Actuator.kind`) refers to what exists and has one unit.
+
+    Joint, tendon and profile ports read 1-coordinate joints, each driven by at most one
+    such port; a tendon's coefficients are nonzero and its joints of one kind (its
+    displacement has one unit). A distance port joins points on two different bodies.
+    Velocity ports name velocity coordinates (a differential's two motors share joints, so
+    they are not counted as driving them). Ports other than a joint port carry no drive
+    data: rotor inertia or drive friction at a port that is not one tree coordinate would
+    couple the inertia or friction of several coordinates (not supported).
+    """
+    kind = a.kind
+    where = {"joint": f"actuators[{i}].joint", "tendon": f"actuators[{i}].terms",
+             "distance": f"actuators[{i}].distance", "profile": f"actuators[{i}].profile",
+             "velocity": f"actuators[{i}].velocity"}[kind]
     kinds = set()
-    for name, coef in a.port_terms:
-        at = where if a.joint is not None else f"{where}.{name}"
+    reads = a.port_terms if a.linear else (((a.profile[0], 1.0),) if a.profile else ())
+    for name, coef in reads:
+        at = f"{where}.{name}" if kind == "tendon" else (
+            f"{where}.joint" if kind == "profile" else where)
         joint = _check_one_coordinate(ctx, at, name, joints, "actuated")
         kinds.add("prismatic" if joint.type == "prismatic" else "angular")
         if name in driven:
@@ -942,24 +1078,71 @@ def _check_actuator(ctx: _Ctx, i: int, a: Actuator, joints: Mapping[str, Joint],
         if coef == 0.0:
             raise ctx.error(at, f"coefficient of '{name}' is zero",
                             expected="a nonzero coefficient")
-    if a.terms:
-        if len(kinds) > 1:
-            raise ctx.error(where, "a tendon port mixes prismatic and angular joints (its "
-                            "displacement would have no single unit)",
-                            expected="terms over prismatic joints only, or angular only")
+    if kind == "tendon" and len(kinds) > 1:
+        raise ctx.error(where, "a tendon port mixes prismatic and angular joints (its "
+                        "displacement would have no single unit)",
+                        expected="terms over prismatic joints only, or angular only")
+    if kind == "distance":
+        ends = a.distance
+        assert ends is not None
+        for end, att in zip("ab", ends, strict=True):
+            _ref(ctx, f"{where}.{end}.body", att.body, bodies, "body")
+        if ends[0].body == ends[1].body:
+            raise ctx.error(f"{where}.b.body", f"both ends are on body '{ends[0].body}' (their "
+                            "distance is constant)", expected="points on two different bodies")
+        kinds = {"prismatic"}
+    if kind == "velocity":
+        kinds = _check_velocity_port(ctx, where, a, joints)
+    if kind in ("profile", "velocity") and a.unit:
+        kinds = {"prismatic" if a.unit == "m" else "angular"}
+    if kind != "joint":
         for key in ("rotor_inertia", "viscous", "coulomb"):
             if getattr(a, key):
-                raise ctx.error(f"actuators[{i}].{key}", f"{key} on a tendon port is not "
-                                "supported (it would couple the inertia or friction of the "
-                                "tendon's joints)", expected="0, or a joint port")
+                raise ctx.error(f"actuators[{i}].{key}", f"{key} on a {kind} port is not "
+                                "supported (it would couple the inertia or friction of several "
+                                "coordinates)", expected="0, or a joint port")
     if a.transmission.type == "screw" and kinds != {"prismatic"}:
         what = (f"joint '{a.joint}' is {joints[a.joint].type}" if a.joint is not None
-                else "the tendon's joints are angular")
+                else f"the {kind} port is angular")
         raise ctx.error(
             f"actuators[{i}].transmission",
             f"a screw transmission drives a linear port but {what}",
-            expected="a prismatic joint, or a direct/gear transmission",
+            expected="a prismatic joint or a linear port, or a direct/gear transmission",
         )
+
+
+def velocity_coordinates(joints: Sequence[Joint]) -> dict[str, tuple[str, int]]:
+    """Velocity coordinate name → ``(joint, index in the joint's v)`` (docs/conventions.md:
+    ``name`` for a 1-coordinate joint, ``name.wx`` etc. otherwise)."""
+    return {n: (j.name, k) for j in joints for k, n in enumerate(coordinate_names(j.type,
+                                                                               j.name)[1])}
+
+
+def _check_velocity_port(ctx: _Ctx, where: str, a: Actuator, joints: Mapping[str, Joint]
+                         ) -> set[str]:
+    """A velocity port's coordinates exist, coefficients are nonzero, and its unit is known
+    (all linear or all angular speeds, or an explicit ``unit``). Returns its kind set."""
+    kinds = set()
+    for name, k, coef in a.velocity:
+        joint = joints[_ref(ctx, where, name, joints, "joint")]
+        if not 0 <= k < JOINT_COORDINATES[joint.type][1]:
+            raise ctx.error(where, f"joint '{name}' has no velocity coordinate {k}",
+                            expected=f"0 … {JOINT_COORDINATES[joint.type][1] - 1}")
+        linear = is_linear_speed(joint.type, k)
+        kinds.add("prismatic" if linear else "angular")
+        if coef == 0.0:
+            coord = name_of_velocity(joint, k)
+            raise ctx.error(f"{where}.{coord}", f"coefficient of '{coord}' is zero",
+                            expected="a nonzero coefficient")
+    if len(kinds) > 1 and not a.unit:
+        raise ctx.error(where, "the velocity map mixes linear and angular speeds, so the port "
+                        "speed has no unit of its own", expected="unit: m or unit: rad")
+    return kinds
+
+
+def name_of_velocity(joint: Joint, k: int) -> str:
+    """The name of the k-th velocity coordinate of ``joint``."""
+    return coordinate_names(joint.type, joint.name)[1][k]
 
 
 def check_record(record: Record, file: str | Path | None = None) -> None:
@@ -990,8 +1173,13 @@ def check_record(record: Record, file: str | Path | None = None) -> None:
     joints = {j.name: j for j in record.joints}
     driven: dict[str, int] = {}
     for i, a in enumerate(record.actuators):
-        _check_actuator(ctx, i, a, joints, driven)
+        _check_actuator(ctx, i, a, joints, bodies, driven)
     for i, c in enumerate(record.couplings):
+        if c.profile is not None:
+            for key in ("joint", "input"):
+                _check_one_coordinate(ctx, f"couplings[{i}].{key}", getattr(c, key), joints,
+                                      "coupled")
+            continue
         for name, _ in c.terms:
             _check_one_coordinate(ctx, f"couplings[{i}].terms.{name}", name, joints, "coupled")
         if not any(coeff != 0.0 for _, coeff in c.terms):
@@ -1098,8 +1286,8 @@ def _parse(text: str, source: str) -> Record:
         name=top.get("name", _string),
         gravity=top.get("gravity", _vec3, (0.0, 0.0, -9.81)),  # type: ignore[arg-type]
         bodies=tuple(bodies),
-        joints=tuple(_joint(ctx, p, v, by_name) for p, v in _items(top, "joints")),
-        actuators=tuple(_actuator(ctx, p, v) for p, v in _items(top, "actuators")),
+        joints=(joints := tuple(_joint(ctx, p, v, by_name) for p, v in _items(top, "joints"))),
+        actuators=tuple(_actuator(ctx, p, v, joints) for p, v in _items(top, "actuators")),
         couplings=tuple(_coupling(ctx, p, v) for p, v in _items(top, "couplings")),
         forces=tuple(_force(ctx, p, v) for p, v in _items(top, "forces")),
         supports=tuple(_support(ctx, p, v, by_name) for p, v in _items(top, "supports")),

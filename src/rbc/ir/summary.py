@@ -123,6 +123,8 @@ def summarize(path: str | Path) -> dict:
                      for i in range(len(actuators))]
     else:
         act_terms = [{edge_name[k]: 1.0} for k in act_edges]
+    act_kind = d.strings("/interfaces/actuators/kind")  # joint|tendon|distance|profile|velocity
+    act_port = d.strings("/interfaces/actuators/port")
     return {
         "name": str(meta.get("record_name", "")),
         "composition": _composition(d),
@@ -148,8 +150,10 @@ def summarize(path: str | Path) -> dict:
         "nv": int(d.number("/coordinates", "nv")),
         "nq_tree": int(d.number("/coordinates", "nq_tree")),
         "nv_tree": int(d.number("/coordinates", "nv_tree")),
-        "actuators": [{"name": a, "joint": edge_name[k] if k >= 0 else None, "terms": t}
-                      for a, k, t in zip(actuators, act_edges, act_terms, strict=True)],
+        "actuators": [{"name": a, "joint": edge_name[k] if k >= 0 else None, "terms": t,
+                       "kind": kd, "port": pt}
+                      for a, k, t, kd, pt in zip(actuators, act_edges, act_terms, act_kind,
+                                                 act_port, strict=True)],
         "partitions": partitions,
         "modes": sorted(modes, key=lambda m: (len(m["supports"]), m["name"])),
         "mode_notes": notes,

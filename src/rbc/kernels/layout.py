@@ -163,13 +163,21 @@ def layout(kin: CompiledModel, part: Partition, tree: TreeModel) -> Layout:
 
     Raises:
         LayoutError: a reversed multi-coordinate tree joint with a varying motion subspace
-            (the tree model refuses those too); ports that are not single joint coordinates
-            (tendons).
+            (the tree model refuses those too); a port that is not a joint port (tendon,
+            distance, profile, velocity) or a nonlinear coupling (polynomial, table): the
+            kernels read port efforts at one velocity column and coupling rows as constant
+            coefficients.
     """
     from rbc.model.dynamics import load_coefficients
     from rbc.model.interfaces import ports
 
     rec = kin.record
+    other = [f"{a.name} ({a.kind})" for a in rec.actuators if a.kind != "joint"]
+    other += [f"coupling {c.name} ({c.type})" for c, form in
+              zip(rec.couplings, kin.coupling_forms, strict=True) if not form.linear]
+    if other:
+        raise LayoutError(f"the kernels evaluate joint ports and linear couplings only: "
+                          f"{', '.join(other)}")
     E, nb = len(kin.kinds), kin.n_bodies
     s: dict[str, np.ndarray] = {}
     f: dict[str, np.ndarray] = {}

@@ -45,6 +45,7 @@ import pinocchio as pin
 from rbc.ir import spatial as sp
 from rbc.ir.joints import pinocchio_placements
 from rbc.model.compiled import CompiledModel
+from rbc.model.couplings import form_terms
 from rbc.model.tree import TreeModel
 
 
@@ -60,8 +61,10 @@ class AugmentedTree:
             of body b.
         mask_tb, mask_cb: (n_chords, 1, model.nv) support indicators of F_tree minus body b
             and of F_chord minus body b (so ``J_t − J_b = data.J ∘ mask_tb``).
-        coupling_q: (n_couplings, nq) coefficients of the coupling rows on q;
-        coupling_C: (n_couplings, nv) the same rows on v (constant).
+        coupling_q: (n_couplings, nq) coefficients of the linear coupling rows on q;
+        coupling_C: (n_couplings, nv) the same rows on v (constant); nonlinear couplings
+            have zero rows here and are evaluated per call (:mod:`rbc.model.couplings`).
+        nonlinear: indices of the nonlinear couplings.
     """
 
     kin: CompiledModel
@@ -75,6 +78,7 @@ class AugmentedTree:
     mask_cb: np.ndarray
     coupling_q: np.ndarray
     coupling_C: np.ndarray
+    nonlinear: tuple[int, ...] = ()
 
     @functools.cached_property
     def v_identity(self) -> bool:
@@ -136,14 +140,15 @@ class AugmentedTree:
                                                                      strict=True)])
         coupling_q = np.zeros((len(kin.coupling_rows), kin.nq))
         coupling_C = np.zeros((len(kin.coupling_rows), kin.nv))
-        for c, terms in enumerate(kin.coupling_rows):
-            for vi, qi, coef in terms:
-                coupling_q[c, qi] += coef
-                coupling_C[c, vi] += coef
+        for c, form in enumerate(kin.coupling_forms):
+            if form.linear:
+                np.add.at(coupling_q[c], list(form.q_index), form.coef)
+                np.add.at(coupling_C[c], list(form.v_index), form.coef)
+        nonlinear = tuple(c for c, f in enumerate(kin.coupling_forms) if not f.linear)
         return cls(kin, pm, np.array(q_perm, dtype=np.int64), np.array(v_perm, dtype=np.int64),
                    tuple(tree_f), tuple(chord_f), tuple(body_f),
                    mask_tb.reshape(n, 1, pm.nv), mask_cb.reshape(n, 1, pm.nv),
-                   coupling_q, coupling_C)
+                   coupling_q, coupling_C, nonlinear)
 
 
 def integrate(aug: AugmentedTree, q: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -179,7 +184,8 @@ class AugmentedGeometry:
     left: np.ndarray
 
     def velocity_product(self, model: CompiledModel, v: np.ndarray) -> np.ndarray:
-        """``Ċ v`` (m,): ``J_l⁻¹ Ad(T_b_w) (α_t − α_c)`` per chord; couplings are linear."""
+        """``Ċ v`` (m,): ``J_l⁻¹ Ad(T_b_w) (α_t − α_c)`` per chord; ``vᵀ D²γ v`` per
+        nonlinear coupling (0 for linear ones)."""
         aug = self.aug
         pm, d = aug.model, self.data
         pin.forwardKinematics(pm, d, self.q[aug.q_perm], v[aug.v_perm], np.zeros(pm.nv))
@@ -190,6 +196,8 @@ class AugmentedGeometry:
             acc = np.array([pin.getFrameAcceleration(pm, d, f, world).vector
                             for f in aug.tree_frame + aug.chord_frame])
             out[: 6 * n] = (self.left @ (acc[:n] - acc[n:])[:, :, None]).ravel()
+        for c in aug.nonlinear:
+            out[6 * n + c] = form_terms(model.coupling_forms[c], self.q, v)[2]
         return out
 
 
@@ -228,4 +236,8 @@ def augmented_geometry(aug: AugmentedTree, data: pin.Data, q: np.ndarray) -> Aug
     if aug.coupling_q.size:
         rho[6 * n:] = aug.coupling_q @ q + kin.coupling_offset
         C[6 * n:] = aug.coupling_C
+        for c in aug.nonlinear:
+            form = kin.coupling_forms[c]
+            rho[6 * n + c], grad, _ = form_terms(form, q)
+            C[6 * n + c, list(form.v_index)] = grad
     return AugmentedGeometry(aug, data, q, rho, C, P1)

@@ -24,6 +24,7 @@ from rbc.ir.graph import frozen_array
 from rbc.ir.joints import JointKind, joint_kind
 from rbc.ir.modules import Modules
 from rbc.ir.record import Joint, Pose, Record
+from rbc.model.couplings import CouplingForm, coupling_form
 
 
 @dataclass(frozen=True)
@@ -136,8 +137,11 @@ class CompiledModel:
         paths: per chord, the ordered factors ``((edge, sign), …)`` from b to c.
         modules: the dependency modules.
         q_offset, v_offset: (E,) coordinate offsets; nq, nv, nq_tree, nv_tree: sizes.
-        coupling_rows: per coupling ``((v_index, q_index, coefficient), …)``;
+        coupling_rows: per coupling ``((v_index, q_index, coefficient), …)`` — the
+            coefficient is NaN where the coupling is nonlinear (its row depends on q: use
+            :attr:`coupling_forms` and :func:`rbc.model.couplings.coupling_terms`);
             coupling_offset: (n_couplings,).
+        coupling_forms: per coupling its :class:`~rbc.model.couplings.CouplingForm`.
         lower, upper: (nv,) limits of each velocity coordinate's configuration counterpart
             where one exists (1-to-1 coordinates of limited joints), ±inf elsewhere.
         partitions: stored partitions by name.
@@ -178,12 +182,19 @@ class CompiledModel:
     edge_joints: tuple[Joint, ...] = ()
     supports: tuple[str, ...] = ()
     modes: dict[str, ModeInfo] = field(default_factory=dict)
+    coupling_forms: tuple[CouplingForm, ...] = ()
 
     # ------------------------------------------------------------------ sizes and slices
     @property
     def n_chords(self) -> int:
         """Number of cut joints."""
         return len(self.chord_edges)
+
+    @property
+    def curvature_free(self) -> bool:
+        """True when the curvature term vanishes identically (``Ė u ≡ 0``): no cut joints
+        and only linear couplings (constant closure rows)."""
+        return self.n_chords == 0 and all(f.linear for f in self.coupling_forms)
 
     @property
     def n_rows(self) -> int:
@@ -627,9 +638,13 @@ def _build(*, record: Record, edge_names, edge_types, parent, child, tree_edges,
             lower[o: o + kind.nv] = j.lower
             upper[o: o + kind.nv] = j.upper
     index = {n: k for k, n in enumerate(edge_names)}
+    v_of = {n: int(v_offset[k]) for n, k in index.items()}
+    q_of = {n: int(q_offset[k]) for n, k in index.items()}
+    forms = tuple(coupling_form(cp, v_of, q_of) for cp in record.couplings)
     coupling_rows = tuple(
-        tuple((int(v_offset[index[n]]), int(q_offset[index[n]]), float(c)) for n, c in cp.terms)
-        for cp in record.couplings
+        tuple(zip(f.v_index, f.q_index, f.coef if f.linear else (np.nan,) * len(f.v_index),
+                  strict=True))
+        for f in forms
     )
     return CompiledModel(
         record=record,
@@ -655,6 +670,7 @@ def _build(*, record: Record, edge_names, edge_types, parent, child, tree_edges,
         nq_tree=nq_tree,
         nv_tree=nv_tree,
         coupling_rows=coupling_rows,
+        coupling_forms=forms,
         coupling_offset=frozen_array(np.array([c.offset for c in record.couplings], dtype=float)),
         lower=frozen_array(lower),
         upper=frozen_array(upper),

@@ -35,7 +35,7 @@ from rbc.errors import RbcError
 from rbc.ir.record import JointEffort, SpringForce
 from rbc.model.augmented import AugmentedTree, augmented_geometry
 from rbc.model.compiled import CompiledModel, Partition
-from rbc.model.interfaces import actuator_map, ports
+from rbc.model.interfaces import actuator_map, port_jacobian
 from rbc.model.kinematics import frame_jacobian
 from rbc.model.partition import Lift, curvature, lift_from_jacobian
 from rbc.model.tree import TreeModel, build_tree, joint_space_inertia
@@ -253,7 +253,8 @@ class ReducedTerms:
         terms; tau_full: (nv,) the generalized efforts before reduction; independent:
         (n_u,) v-indices of u; passive: (nv,) the passive efforts alone (damping, springs,
         drive drag, spring-dampers, constant joint efforts and Coulomb friction; gravity
-        excluded), whose power ``passive · v`` the energy ledger integrates.
+        excluded), whose power ``passive · v`` the energy ledger integrates; q: (nq,) the
+        configuration.
     """
 
     M: np.ndarray
@@ -267,6 +268,7 @@ class ReducedTerms:
     tau_full: np.ndarray
     independent: np.ndarray
     passive: np.ndarray | None = None
+    q: np.ndarray | None = None
 
 
 def reduced_terms(
@@ -300,11 +302,11 @@ def reduced_terms(
     if wrenches:
         tau += wrench_efforts(dm, q, wrenches)
     if f is not None:
-        tau += ports(k).jacobian.T @ np.asarray(f, dtype=float)
+        tau += port_jacobian(k, q).T @ np.asarray(f, dtype=float)
     M_r = ET.T @ tt.M @ ET
     h_r = ET.T @ (tt.h + tt.M @ edu[:nt])
     return ReducedTerms(M_r, h_r, L.E.T @ tau, L.E.T @ coul, v, edu, L, tt, tau,
-                        part.independent, passive)
+                        part.independent, passive, np.asarray(q, dtype=float))
 
 
 def lift_at(dm: DynamicsModel, data: DynamicsData, part: Partition, q: np.ndarray) -> Lift:
@@ -367,7 +369,7 @@ def actuator_efforts(dm: DynamicsModel, terms: ReducedTerms, udot: np.ndarray) -
     Solves ``Lᵀ f = M_r u̇ + h_r − τ_r`` with ``L = J_ℓ E``; the loads in ``terms`` should
     not already include port efforts.
     """
-    L = actuator_map(dm.kin, terms.lifted.E)
+    L = actuator_map(dm.kin, terms.lifted.E, terms.q)
     return np.linalg.lstsq(L.T, inverse_dynamics(terms, udot), rcond=None)[0]
 
 

@@ -17,7 +17,9 @@ right before ``X_j⁻¹`` (``(X e^ζ)⁻¹ = e^{−ζ} X⁻¹``); the chord's ow
 
 J_l⁻¹ is kept (``spatial.left_jacobian_inverse``); it is the identity only at closure.
 Fixed factors contribute nothing themselves but move every later ``W_i`` (the transports).
-Coupling rows are ``Dγ·N`` = their coefficients (1-coordinate joints, N = 1).
+Coupling rows are ``Dγ·N`` (1-coordinate joints, N = 1; :mod:`rbc.model.couplings`): the
+coefficients of a linear coupling, ``(1, −h'(q_in))`` of a profile coupling, whose velocity
+product adds ``vᵀ D²γ v = −h'' v_in²``.
 
 **Velocity product** ``Ċ v`` (the curvature source): with ``η_i = Ad(W_i) ζ_i`` the twist
 rates, ``d/dt Ad(W_i) = ad(Σ_{k<i} η_k) Ad(W_i)`` (the insertion frame moves with every
@@ -40,6 +42,7 @@ import pinocchio as pin
 
 from rbc.ir import spatial as sp
 from rbc.model.compiled import CompiledModel
+from rbc.model.couplings import coupling_terms, form_terms
 
 ANGULAR = slice(0, 3)
 LINEAR = slice(3, 6)
@@ -209,9 +212,8 @@ def _chord_residual(model: CompiledModel, i: int, cache: TransformCache) -> np.n
 
 
 def coupling_value(model: CompiledModel, c: int, q: np.ndarray) -> float:
-    """``γ_c(q) = Σ coefficient·q + offset`` of coupling c."""
-    return sum(coef * q[qi] for _, qi, coef in model.coupling_rows[c]) + float(
-        model.coupling_offset[c])
+    """``γ_c(q)`` of coupling c (:mod:`rbc.model.couplings`)."""
+    return form_terms(model.coupling_forms[c], q)[0]
 
 
 @dataclass(frozen=True, eq=False)
@@ -228,11 +230,18 @@ class ClosureGeometry:
     chords: tuple[ChordGeometry, ...]
 
     def velocity_product(self, model: CompiledModel, v: np.ndarray) -> np.ndarray:
-        """``Ċ v`` (m,) at this configuration (coupling rows: 0, they are linear)."""
+        """``Ċ v`` (m,) at this configuration (coupling rows: ``vᵀ D²γ v``, 0 when linear)."""
         out = np.zeros(self.rho.size)
         for i, geo in enumerate(self.chords):
             out[6 * i: 6 * i + 6] = geo.velocity_product(model, self.q, v)
+        out[6 * len(self.chords):] = coupling_velocity_product(model, self.q, v)
         return out
+
+
+def coupling_velocity_product(model: CompiledModel, q: np.ndarray, v: np.ndarray
+                              ) -> np.ndarray:
+    """(n_couplings,) ``vᵀ D²γ v`` of every coupling (zeros for linear ones)."""
+    return np.array([form_terms(f, q, v)[2] for f in model.coupling_forms])
 
 
 def closure_geometry(model: CompiledModel, q: np.ndarray) -> ClosureGeometry:
@@ -250,10 +259,8 @@ def closure_geometry(model: CompiledModel, q: np.ndarray) -> ClosureGeometry:
         cols, J = geo.blocks()
         np.add.at(C[rows], (slice(None), cols), J)
     base = 6 * model.n_chords
-    for c, terms in enumerate(model.coupling_rows):
-        rho[base + c] = coupling_value(model, c, q)
-        for vi, _, coef in terms:
-            C[base + c, vi] += coef
+    if model.coupling_forms:
+        rho[base:], C[base:], _ = coupling_terms(model.coupling_forms, model.nv, cache.q)
     return ClosureGeometry(cache.q, rho, C, tuple(geos))
 
 
@@ -311,10 +318,13 @@ def local_jacobian(
         np.add.at(C[rows], (slice(None), [local[int(gcols[c])] for c in keep]), J[:, keep])
     for n, c in enumerate(couplings):
         row = 6 * len(chords) + n
-        rho[row] = coupling_value(model, c, q)
-        for vi, _, coef in model.coupling_rows[c]:
+        form = model.coupling_forms[c]
+        rho[row], grad, curv = form_terms(form, cache.q, v)
+        for vi, g in zip(form.v_index, grad, strict=True):
             if vi in local:
-                C[row, local[vi]] += coef
+                C[row, local[vi]] += g
+        if cv is not None:
+            cv[row] = curv
     return rho, C, cv
 
 

@@ -231,7 +231,7 @@ def actuation_rank(mode: CompiledModel, part: Partition, q: np.ndarray) -> int:
         return 0
     from rbc.model.interfaces import actuator_map
 
-    s = np.linalg.svd(actuator_map(mode, lift(mode, part, q).E), compute_uv=False)
+    s = np.linalg.svd(actuator_map(mode, lift(mode, part, q).E, q), compute_uv=False)
     return int(np.sum(s > ACTUATION_RTOL * s[0])) if s.size and s[0] > 0 else 0
 
 

@@ -60,7 +60,8 @@ from rbc.model.dynamics import (
     spring_states,
     tree_acceleration,
 )
-from rbc.model.interfaces import actuator_map, ports
+from rbc.model.couplings import coupling_terms
+from rbc.model.interfaces import actuator_map, port_jacobian
 from rbc.model.tree import inertia_tensor
 
 #: Singular values of Aᵀ (and of K, the self-stress images) above this fraction of the
@@ -283,7 +284,7 @@ def port_efforts(dm: DynamicsModel, terms: ReducedTerms, udot: np.ndarray
     Raises:
         ForcesError: the actuators cannot produce ``udot`` (names the unmet coordinates).
     """
-    L = actuator_map(dm.kin, terms.lifted.E)  # (n_act, n_u)
+    L = actuator_map(dm.kin, terms.lifted.E, terms.q)  # (n_act, n_u)
     need = inverse_dynamics(terms, udot) - terms.tau_coulomb
     f, _, rank, _ = np.linalg.lstsq(L.T, need, rcond=None)
     unmet = L.T @ f - need
@@ -340,7 +341,7 @@ def joint_reactions(dm: DynamicsModel, data: DynamicsData, q: np.ndarray,
         w0 = w0 + K @ z
         x_cp = x_cp + Kmu @ z
         indeterminate = np.abs(K).max(axis=(1, 2)) > INDETERMINATE_TOL
-    gen_cp = _coupling_matrix(k).T @ x_cp
+    gen_cp = _coupling_matrix(k, q).T @ x_cp
     arm = _armature(dm)
     chords = set(k.chord_edges)
     out = []
@@ -366,7 +367,7 @@ def _joint_efforts(dm: DynamicsModel, q: np.ndarray, v: np.ndarray, f: np.ndarra
     smooth, coulomb = joint_passive_efforts(dm, q, v)
     tau = smooth + coulomb
     if f is not None and len(f):
-        tau += ports(dm.kin).jacobian.T @ np.asarray(f, dtype=float)
+        tau += port_jacobian(dm.kin, q).T @ np.asarray(f, dtype=float)
     return tau
 
 
@@ -377,13 +378,9 @@ def _armature(dm: DynamicsModel) -> np.ndarray:
     return out
 
 
-def _coupling_matrix(k: CompiledModel) -> np.ndarray:
-    """(n_couplings, nv) coupling rows ``Dγ`` (constant coefficients)."""
-    D = np.zeros((len(k.coupling_rows), k.nv))
-    for c, terms in enumerate(k.coupling_rows):
-        for vi, _, coef in terms:
-            D[c, vi] += coef
-    return D
+def _coupling_matrix(k: CompiledModel, q: np.ndarray) -> np.ndarray:
+    """(n_couplings, nv) coupling rows ``Dγ(q)`` (:mod:`rbc.model.couplings`)."""
+    return coupling_terms(k.coupling_forms, k.nv, q)[1]
 
 
 def constraint_map(dm: DynamicsModel, data: DynamicsData, q: np.ndarray) -> np.ndarray:
@@ -402,7 +399,7 @@ def constraint_map(dm: DynamicsModel, data: DynamicsData, q: np.ndarray) -> np.n
         cols = np.zeros((6 * n, k.nv))
         cols[:, aug.v_perm] = np.moveaxis(G, 0, 1).reshape(6 * n, -1)
         At[:, : 6 * n] = cols.T
-    At[:, 6 * n:] = _coupling_matrix(k).T
+    At[:, 6 * n:] = _coupling_matrix(k, q).T
     return At
 
 

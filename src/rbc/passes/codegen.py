@@ -194,6 +194,8 @@ class Codegen:
         out.put("/interfaces/actuators/terms_edge", flat)
         out.put("/interfaces/actuators/terms_coef",
                 np.array([c for a in rec.actuators for _, c in a.port_terms], dtype=float))
+        out.put("/interfaces/actuators/kind", [a.kind for a in rec.actuators])
+        out.put("/interfaces/actuators/port", [a.describe() for a in rec.actuators])
         out.put("/interfaces/actuators/transmission", [a.transmission.type for a in rec.actuators])
         out.put("/interfaces/actuators/reduction",
                 np.array([a.transmission.reduction for a in rec.actuators], dtype=float))

@@ -21,7 +21,7 @@ def block_edges(cp: ClosurePaths) -> list[list[int]]:
     g = cp.forest.graph
     joints = g.record.joint_index()
     blocks = [[p.chord] + [fa.edge for fa in p.factors] for p in cp.paths]
-    blocks += [[joints[name] for name, _ in c.terms] for c in g.record.couplings]
+    blocks += [[joints[name] for name in c.joints] for c in g.record.couplings]
     return blocks
 
 

@@ -1,7 +1,8 @@
 """Controllers in actuator space, run at a control rate with zero-order hold (docs/simulate.md).
 
 * ``pd``: ``f = K_p (ℓ_ref − ℓ) + K_d (ℓ̇_ref − ℓ̇)`` at the ports (displacement ℓ [m or rad],
-  rate ℓ̇), per port (diagonal gains).
+  rate ℓ̇), per port (diagonal gains); a velocity port (no displacement map) is servoed on
+  its rate alone.
 * ``pd+ff``: the same plus the feedforward ``f_ff`` = the port efforts that produce the
   reference acceleration on the *nominal* reduced model, ``Lᵀ f_ff = M_r u̇_ref + h_r − τ_r``
   (:func:`rbc.model.dynamics.actuator_efforts` at the reference state; minimum norm when
@@ -64,7 +65,7 @@ def port_inertia(dm: DynamicsModel, part: Partition, q: np.ndarray) -> np.ndarra
     """Reflected inertia (n_act,) ``diag((L M_r⁻¹ Lᵀ)⁻¹)`` at q (nominal model, at rest)."""
     data = DynamicsData.of(dm)
     t = reduced_terms(dm, data, part, q, np.zeros(part.independent.size))
-    L = actuator_map(dm.kin, t.lifted.E)
+    L = actuator_map(dm.kin, t.lifted.E, q)
     return np.diag(np.linalg.pinv(L @ np.linalg.solve(t.M, L.T)))
 
 
@@ -125,7 +126,9 @@ class Controller:
         if self.kind == "passive":
             return np.zeros_like(self.lower)
         r, rd = self.reference.port_reference(t)
-        f = self.gains.kp * (r - ell) + self.gains.kd * (rd - ell_dot)
+        e = r - ell
+        e[~np.isfinite(e)] = 0.0  # a velocity port has no displacement: rate servo only
+        f = self.gains.kp * e + self.gains.kd * (rd - ell_dot)
         if self.feedforward is not None:
             f = f + _linear(self.reference.time, self.feedforward, t)
         return f

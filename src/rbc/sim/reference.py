@@ -38,7 +38,7 @@ from rbc.errors import RbcError
 from rbc.model.closure import ClosureError
 from rbc.model.compiled import CompiledModel, Partition
 from rbc.model.dynamics import DynamicsData, DynamicsModel
-from rbc.model.interfaces import ports, task_map
+from rbc.model.interfaces import port_state, ports, task_map
 from rbc.model.partition import curvature
 from rbc.model.solve import SolveError, independent_values, rate_is_speed, resolve_targets
 from rbc.safeio import load_yaml, read_text
@@ -277,4 +277,8 @@ def lift_reference(dm: DynamicsModel, part: Partition, ref: SplinedReference,
             tx[name][0][k], tx[name][1][k] = xt[:3], (J[-3:] @ u[k])
         if progress is not None:
             progress((k + 1) / n)
-    return LiftedReference(time, q, u, ud, v, a, q @ pm.q_matrix.T, v @ pm.jacobian.T, tx)
+    ell, ell_dot = np.empty((n, len(pm.names))), np.empty((n, len(pm.names)))
+    for k in range(n):
+        ell[k], J = port_state(model, q[k])
+        ell_dot[k] = J @ v[k]
+    return LiftedReference(time, q, u, ud, v, a, ell, ell_dot, tx)

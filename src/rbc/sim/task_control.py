@@ -31,7 +31,7 @@ import numpy as np
 
 from rbc.model.compiled import Partition
 from rbc.model.dynamics import DynamicsData, DynamicsModel, actuator_efforts, reduced_terms
-from rbc.model.interfaces import actuator_map, ports
+from rbc.model.interfaces import actuator_map, port_state
 from rbc.model.solve import independent_values
 from rbc.sim.controllers import ControllerError, Gains, clip_efforts
 from rbc.sim.manifold import LiftedCloser
@@ -40,7 +40,7 @@ from rbc.tasks.qp import TaskInfeasible
 from rbc.tasks.resolve import TaskLaw, resolve
 
 #: Observer: Newton iterations and the port residual [m, rad] at which it stops (the closure
-#: tolerance's order: the ports are linear in q, so 2–3 iterations suffice).
+#: tolerance's order: for ports linear in q 2–3 iterations suffice).
 OBSERVER_ITERATIONS = 8
 OBSERVER_TOL = 1e-12
 
@@ -68,7 +68,7 @@ class PortObserver:
             ControllerError: the ports do not determine the configuration (rank L < n_u).
         """
         close = LiftedCloser(dm, data, part, q0)
-        L = actuator_map(dm.kin, close.lifted.E)
+        L = actuator_map(dm.kin, close.lifted.E, close.q)
         n_u = part.independent.size
         if np.linalg.matrix_rank(L) < n_u:
             raise ControllerError(
@@ -80,17 +80,19 @@ class PortObserver:
     def observe(self, ell: np.ndarray, ell_dot: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(q (nq,), E (nv, n_u), u (n_u,))`` from measured ports ℓ, ℓ̇ (n_act,)."""
-        pm = ports(self.dm.kin)
+        kin = self.dm.kin
         for _ in range(OBSERVER_ITERATIONS):
             q = self.closer(self.x)
-            L = pm.jacobian @ self.closer.lifted.E
-            r = pm.q_matrix @ q - ell
+            ell_q, J = port_state(kin, q)
+            held = np.isfinite(ell_q)  # a velocity port has no displacement to match
+            r = ell_q[held] - ell[held]
             if np.abs(r).max(initial=0.0) <= OBSERVER_TOL:
                 break
+            L = J[held] @ self.closer.lifted.E
             self.x = self.x - np.linalg.lstsq(L, r, rcond=None)[0]
         q = self.closer(self.x)
         E = self.closer.lifted.E
-        return q, E, np.linalg.lstsq(pm.jacobian @ E, ell_dot, rcond=None)[0]
+        return q, E, np.linalg.lstsq(port_state(kin, q)[1] @ E, ell_dot, rcond=None)[0]
 
 
 @dataclass(eq=False)
@@ -143,7 +145,7 @@ class TaskController:
             self._ell = self._ell + (t - self._t) * self._rate
             udot = (r.u - self._u) / (t - self._t)
         self._t, self._u = t, r.u
-        self._rate = actuator_map(self.dm.kin, E) @ r.u
+        self._rate = actuator_map(self.dm.kin, E, q) @ r.u
         terms = reduced_terms(self.dm, self.data, self.observer.part, q, u,
                               lifted=self.observer.closer.lifted)
         hold = actuator_efforts(self.dm, terms, udot)
@@ -154,8 +156,9 @@ class TaskController:
         h["slack"].append(r.solution.slack)
         h["active"].append(r.solution.active)
         h["phi"].append(r.phi)
-        return (self.gains.kp * (self._ell - ell) + self.gains.kd * (self._rate - ell_dot)
-                + hold)
+        # a velocity port (ℓ NaN: no displacement) is servoed on its rate only
+        held = np.nan_to_num(self._ell - ell, nan=0.0)
+        return self.gains.kp * held + self.gains.kd * (self._rate - ell_dot) + hold
 
     def log(self) -> dict[str, np.ndarray]:
         """The history as log datasets ``task/time`` (N,), ``task/error`` (N, m),

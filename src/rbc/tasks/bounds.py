@@ -66,7 +66,7 @@ def kinematic_bounds(model: CompiledModel, q: np.ndarray, E: np.ndarray, *,
         stroke_rate: γ [1/s]; ``inf`` drops the stroke rows.
     """
     rows, lo, hi, names, kinds = [], [], [], [], []
-    L = actuator_map(model, E)
+    L = actuator_map(model, E, q)
     for i, a in enumerate(model.record.actuators):
         if a.speed_limit is None:
             continue

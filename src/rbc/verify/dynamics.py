@@ -195,16 +195,20 @@ def evaluate(ctx: Context, state: State, res: Results) -> None:
     if state.set != "B":
         return
     if state.f.size:
-        p_r = float(state.u @ (terms.lifted.E.T @ (port_jacobian(k).T @ state.f)))
         try:
             rates = port_rates_fd(ctx, state.q, state.u)
         except ClosureError:  # the corrector cannot take the FD motion steps here
             res.skipped.setdefault("ports.virtual_power", []).append(
                 f"{state.set}#{state.index}")
         else:
-            gross = max(1.0, float(np.abs(state.f * rates).sum()))
-            res.add("ports.virtual_power", abs(p_r - float(state.f @ rates)) / gross, state)
-    if not k.n_chords:  # no cut joints (linear couplings only): Ė u ≡ 0, nothing to omit
+            held = np.isfinite(rates)  # a velocity port has no displacement to difference
+            if held.any():
+                f = np.where(held, state.f, 0.0)
+                p_r = float(state.u @ (terms.lifted.E.T @ (port_jacobian(k, state.q).T @ f)))
+                gross = max(1.0, float(np.abs(f[held] * rates[held]).sum()))
+                res.add("ports.virtual_power",
+                        abs(p_r - float(f[held] @ rates[held])) / gross, state)
+    if k.curvature_free:  # no cut joints, linear couplings only: Ė u ≡ 0, nothing to omit
         res.notes["curvature.omitted"] = "not applicable: no cut joints (Ė u ≡ 0)"
         return
     if ref is None:
@@ -293,7 +297,7 @@ def run_dynamic_checks(model: CompiledModel, part: Partition, *, samples: int = 
         evaluate(ctx, s, res)
         if progress:
             progress(1)
-    if model.n_chords == 0:
+    if model.curvature_free:
         res.notes["curvature.omitted"] = ("not applicable: no cut joints, the closure rows are "
                                           "linear couplings (Ė u ≡ 0)")
     kappa = 1.0 / max(min((v for v, _ in res.values["dynamics.mass_pd"]), default=1.0), 1e-300)

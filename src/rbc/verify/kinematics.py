@@ -420,9 +420,9 @@ def check_curvature(model: CompiledModel, part: Partition, qs: list[np.ndarray],
                     rng: np.random.Generator) -> list[Check]:
     """``curvature.acceleration_residual`` and ``curvature.without_term``.
 
-    Without cut joints every closure row is a linear coupling, whose curvature vanishes
-    identically (Ė u ≡ 0): ``curvature.without_term`` then does not apply and passes with a
-    note, instead of demanding a term that cannot exist. With cut joints the term can still
+    Without cut joints and nonlinear couplings every closure row is a linear coupling, whose
+    curvature vanishes identically (Ė u ≡ 0): ``curvature.without_term`` then does not apply
+    and passes with a note, instead of demanding a term that cannot exist. With cut joints the term can still
     be legitimately zero (a parallelogram linkage: constant lift): when our Ė u is zero at
     every sample (≤ CURVATURE_LIMIT) *and* the reference confirms that dropping it changes
     nothing (without-term residual below WITHOUT_TERM_MIN), the check is informational —
@@ -445,7 +445,7 @@ def check_curvature(model: CompiledModel, part: Partition, qs: list[np.ndarray],
     first = make_check("curvature.acceleration_residual", with_t, limit,
                        "rad/s²|m/s²", f"max‖C a + Ċ v‖∞, a = E u̇ + Ė u, by Richardson FD of "
                        f"ρ(t) at {where}{note}")
-    if model.n_chords == 0:
+    if model.curvature_free:
         return [first, Check("curvature.without_term", without, WITHOUT_TERM_MIN, "rad/s²|m/s²",
                              True, "not applicable: no cut joints, the closure rows are linear "
                              f"couplings (Ė u ≡ 0; measured {without:.3g} without the term)",

@@ -95,7 +95,8 @@ from rbc.model.dynamics import (
     tree_terms,
     wrench_efforts,
 )
-from rbc.model.interfaces import ports
+from rbc.model.couplings import coupling_terms
+from rbc.model.interfaces import port_jacobian
 
 #: Working precision of the reference [decimal digits] (DESIGN.md §6).
 DPS = 50
@@ -117,6 +118,8 @@ class CutRows:
         K: (nv_C, nv_T) rate rows: cut-coordinate speeds from tree speeds, rounded from Km.
         cut_cols: (nv_C,) v-indices of the cut coordinates in the order of K.
         Jm, Km: the same rows in 50 digits (mp matrices; module docstring).
+        q: (nq,) the configuration they were evaluated at (a nonlinear coupling's
+            gradient Dγ(q) needs it).
     """
 
     J: np.ndarray
@@ -124,6 +127,7 @@ class CutRows:
     cut_cols: np.ndarray
     Jm: mpmath.matrix | None = None
     Km: mpmath.matrix | None = None
+    q: np.ndarray | None = None
 
 
 def chord_hosts(dm: DynamicsModel, e: int
@@ -276,7 +280,7 @@ def cut_rows(dm: DynamicsModel, data: DynamicsData, q: np.ndarray) -> CutRows:
             cut_cols.extend(range(k.v_slice(e).start, k.v_slice(e).stop))
         Jm, Km = _rows_matrix(phys, nt), _rows_matrix(rates, nt)
         return CutRows(_np(Jm).reshape(Jm.rows, nt), _np(Km).reshape(Km.rows, nt),
-                       np.array(cut_cols, dtype=np.int64), Jm, Km)
+                       np.array(cut_cols, dtype=np.int64), Jm, Km, np.asarray(q, dtype=float))
 
 
 def cut_drift(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, v: np.ndarray
@@ -307,38 +311,57 @@ def cut_drift(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, v: np.ndarra
     return _stack(phys), _stack(rate)
 
 
-def coupling_rows(dm: DynamicsModel, rows: CutRows, rate_drift: np.ndarray | None = None
-                  ) -> tuple[np.ndarray, np.ndarray]:
+def coupling_rows(dm: DynamicsModel, rows: CutRows, rate_drift: np.ndarray | None = None,
+                  v: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Coupling rows over the tree coordinates and their drift (module docstring).
+
+    A coupling's row ``Dγ(q)`` over all coordinates (:mod:`rbc.model.couplings`) acts on the
+    tree accelerations directly and on the cut coordinates through their rate rows:
+    ``Dγ a + vᵀD²γ v = 0`` with ``a_C = K a_T + rate_drift``.
 
     Args:
         rows: the cut-joint rows at q (their rate rows K carry coupled cut coordinates).
         rate_drift: (nv_C,) ``S⁺(γ₆ − Ṡ q̇)`` of the cut coordinates at (q, v) (the second
             value of :func:`cut_drift`), or None for the rows only.
+        v: (nv,) the speeds, for the curvature ``vᵀ D²γ v`` of nonlinear couplings (needed
+            with ``rate_drift`` when the model has any).
 
     Returns:
         ``(G (n_c, nv_T), γ_c (n_c,))`` with ``G a_T = −γ_c`` (γ_c = 0 when rate_drift is
         None).
+
+    Raises:
+        ValueError: rate_drift given without v on a model with nonlinear couplings.
     """
+    k = dm.kin
+    if rate_drift is not None and v is None and any(not f.linear for f in k.coupling_forms):
+        raise ValueError("coupling_rows: nonlinear couplings need the speeds v for their "
+                         "curvature term")
     CT, CC = coupling_coefficients(dm, rows)
     G = CT + CC @ rows.K if CC.size else CT
     gamma = CC @ rate_drift if rate_drift is not None and CC.size else np.zeros(CT.shape[0])
+    if rate_drift is not None and v is not None:  # + vᵀ D²γ v (zero for linear couplings)
+        q = rows.q if rows.q is not None else np.zeros(k.nq)
+        gamma = gamma + coupling_terms(k.coupling_forms, k.nv, q, v)[2]
     return G, gamma
 
 
 def coupling_coefficients(dm: DynamicsModel, rows: CutRows) -> tuple[np.ndarray, np.ndarray]:
-    """The couplings' coefficients ``(C_T (n_c, nv_T), C_C (n_c, nv_C))`` on the tree and cut
-    coordinates (the latter in the order of ``rows.K``): ``G = C_T + C_C K``."""
+    """The couplings' gradients ``Dγ(q)`` split ``(C_T (n_c, nv_T), C_C (n_c, nv_C))`` on the
+    tree and cut coordinates (the latter in the order of ``rows.K``): ``G = C_T + C_C K``;
+    constant coefficients for linear couplings."""
     k = dm.kin
     cut = {int(j): n for n, j in enumerate(rows.cut_cols)}
-    CT = np.zeros((len(k.coupling_rows), k.nv_tree))
-    CC = np.zeros((len(k.coupling_rows), rows.cut_cols.size))
-    for c, terms in enumerate(k.coupling_rows):
-        for vi, _, coef in terms:
+    q = rows.q if rows.q is not None else np.zeros(k.nq)
+    _, D, _ = coupling_terms(k.coupling_forms, k.nv, q)  # Dγ(q): constant when linear
+    CT = np.zeros((len(k.coupling_forms), k.nv_tree))
+    CC = np.zeros((len(k.coupling_forms), rows.cut_cols.size))
+    for c, form in enumerate(k.coupling_forms):
+        for vi in sorted(set(form.v_index)):
             if vi < k.nv_tree:
-                CT[c, vi] += coef
+                CT[c, vi] += D[c, vi]
             else:
-                CC[c, cut[vi]] += coef
+                CC[c, cut[vi]] += D[c, vi]
     return CT, CC
 
 
@@ -649,9 +672,9 @@ def problem(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, u: np.ndarray,
     if wrenches:
         tau += wrench_efforts(dm, q, wrenches)
     if f is not None:
-        tau += ports(k).jacobian.T @ np.asarray(f, dtype=float)
+        tau += port_jacobian(k, q).T @ np.asarray(f, dtype=float)
     gamma, rate = cut_drift(dm, data, q, v)
-    gamma = np.concatenate([gamma, coupling_rows(dm, rows, rate)[1]])
+    gamma = np.concatenate([gamma, coupling_rows(dm, rows, rate, v)[1]])
     return KKTProblem(rows, J, gamma, ns, tt.M, tt.h, tau, v)
 
 

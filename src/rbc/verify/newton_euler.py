@@ -24,17 +24,21 @@ moving with body c:
 ``Δω = ω_c − ω_b``, ``Δv = v_c(p) − v_b(p)``. With ``Ṗ V_rel = −P Ṡ q̇`` (from ``P S = 0``)
 the rows are ``P R̄ᵀ [D_c x_c − D_b x_b] = −P (β − Ṡ q̇)``, ``D_i = [I 0; −[r_i]× I]``.
 
-**Coupling rows.** A linear coupling ``Σ_k c_k q_k + offset = 0`` between 1-coordinate
-joints adds the row ``Σ_k c_k k_k x = −Σ_k c_k κ_k`` (from ``q̈_k = k_k x + κ_k``, below):
-the joints' own rates, whether the joint is a tree or a cut joint.
+**Coupling rows.** A coupling ``γ(q) = 0`` between 1-coordinate joints adds the row
+``Σ_k g_k k_k x = −Σ_k g_k κ_k − Σ ∂²γ q̇ q̇`` (from ``q̈_k = k_k x + κ_k``, below) with the
+gradient ``g = Dγ`` taken from the record's definition (a linear coupling's coefficients;
+``(1, −h'(q_in))`` and ``−h'' q̇_in²`` for ``γ = q_out − h(q_in)``): the joints' own rates,
+whether the joint is a tree or a cut joint.
 
 **Loads.** Joint efforts τ_j (damping, Coulomb friction, springs, constant joint efforts,
-actuator port efforts, drag) act on the two bodies as equal and opposite wrenches along the
+actuator port efforts at joint, tendon, profile (``h'(q) f``) and velocity ports, drag)
+act on the two bodies as equal and opposite wrenches along the
 motion subspace: the generalized body force is ``k_jᵀ τ_j`` with ``q̇_j = k_j ν`` (ν: the body
 velocities), ``k_j = S⁺ R̄ᵀ [−D_b, D_c]`` (so the pair does power τ_jᵀ q̇_j and no other).
 Armature and reflected rotor inertia α_j add ``α_j k_jᵀ k_j`` to the mass matrix and
 ``−α_j k_jᵀ κ_j`` to the force (``q̈_j = k_j x + κ_j``). Gravity ``m g`` at the COM,
-gyroscopic moments, point-to-point spring-dampers and external wrenches at body points.
+gyroscopic moments, point-to-point spring-dampers, distance ports (``∓f n`` at their two
+attachment points, n from a to b) and external wrenches at body points.
 
 **Solve.** ``M x = F + Gᵀλ``, ``G x = −γ`` by the null-space method in double precision
 (SVD of G truncated at 1e-9 σ₁: the out-of-plane rows of planar loops are redundant).
@@ -55,6 +59,7 @@ import pinocchio as pin
 from rbc.ir import spatial as sp
 from rbc.ir.record import JointEffort, SpringForce
 from rbc.model.dynamics import DynamicsModel, Wrench
+from rbc.model.profiles import profile_terms
 from rbc.model.tree import inertia_tensor
 from rbc.verify.kkt50 import annihilator
 
@@ -221,6 +226,21 @@ class NewtonEuler:
         # joint → (actuator, index, coefficient): a tendon port pulls on each of its joints
         # with c_k f (it has no drive data, the schema refuses it)
         acts = {n: (a, i, c) for i, a in enumerate(rec.actuators) for n, c in a.port_terms}
+        if f is not None:  # ports that are not linear in q (the schema refuses drive data)
+            for i, a in enumerate(rec.actuators):
+                if a.distance is not None:  # +f pushes the attachment points apart
+                    pa, _ = point_motion(a.distance[0].body, a.distance[0].xyz)
+                    pb, _ = point_motion(a.distance[1].body, a.distance[1].xyz)
+                    n = (pb - pa) / np.linalg.norm(pb - pa)
+                    point_load(a.distance[0].body, pa, -f[i] * n, np.zeros(3))
+                    point_load(a.distance[1].body, pb, f[i] * n, np.zeros(3))
+                elif a.profile is not None:  # τ_j = h'(q_j) f
+                    name, prof = a.profile
+                    slope = profile_terms(prof, float(q[k.q_slice(k.edge(name))][0]))[1]
+                    efforts[name] = efforts[name] + slope * f[i]
+                for name, c_k, coef in a.velocity:  # τ_k = c_k f on its coordinate
+                    efforts[name] = efforts[name] + coef * f[i] * np.eye(
+                        len(efforts[name]))[c_k]
         G_rows, gam, joints = [], [], []
         rates: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # joint: (k_j, κ_j)
         row = 0
@@ -272,16 +292,18 @@ class NewtonEuler:
                 alpha += act.rotor_inertia * act.transmission.reduction ** 2
             F += kj.T @ tau
             kappa = np.linalg.pinv(S) @ bias  # q̈_j = k_j x + κ_j
-            rates[j.name] = (kj, kappa)
+            rates[j.name] = (kj, kappa, qd)
             if alpha:
                 M += alpha * kj.T @ kj
                 F -= alpha * kj.T @ kappa
             joints.append(_JointRows(j.name, rows, P, S, Rc, kj, kappa, tau, alpha))
         couplings = []
         for cp in rec.couplings:
-            G_rows.append(sum(c * rates[n][0] for n, c in cp.terms))
-            gam.append(sum(c * rates[n][1] for n, c in cp.terms))
-            couplings.append((row, tuple(cp.terms)))
+            grad, curv = _coupling_gradient(cp, {n: float(r[2][0]) for n, r in rates.items()},
+                                            q, k)
+            G_rows.append(sum(c * rates[n][0] for n, c in grad))
+            gam.append(sum(c * rates[n][1] for n, c in grad) + curv)
+            couplings.append((row, grad))
             row += 1
         G = np.vstack(G_rows) if G_rows else np.zeros((0, 6 * nb))
         gamma = np.concatenate(gam) if gam else np.zeros(0)
@@ -317,6 +339,18 @@ class _System:
     nu: np.ndarray
     joints: tuple[_JointRows, ...]
     couplings: tuple[tuple[int, tuple[tuple[str, float], ...]], ...]  # (row, terms)
+
+
+def _coupling_gradient(cp, speeds: dict[str, float], q: np.ndarray, k
+                       ) -> tuple[tuple[tuple[str, float], ...], float]:
+    """``(((joint, ∂γ/∂q_joint), …), Σ ∂²γ q̇ q̇)`` of record coupling cp at q, from the
+    record's definition (linear: its terms, no curvature; profile ``γ = q_out − h(q_in)``:
+    ``(1, −h')`` and ``−h'' q̇_in²``), with the joints' speeds q̇ from the body motion."""
+    if cp.profile is None:
+        return tuple(cp.terms), 0.0
+    x = float(q[k.q_slice(k.edge(cp.input))][0])
+    _, dh, d2h = profile_terms(cp.profile, x)
+    return ((cp.joint, 1.0), (cp.input, -dh)), -d2h * speeds[cp.input] ** 2
 
 
 def _min_norm_multipliers(G: np.ndarray, rhs: np.ndarray) -> np.ndarray:

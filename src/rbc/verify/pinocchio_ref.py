@@ -128,7 +128,7 @@ class PinocchioReference:
             return a0
         dm, dd = self.coupled
         rows = kkt50.cut_rows(dm, dd, q)
-        G, gamma = kkt50.coupling_rows(dm, rows, kkt50.cut_drift(dm, dd, q, v)[1])
+        G, gamma = kkt50.coupling_rows(dm, rows, kkt50.cut_drift(dm, dd, q, v)[1], v)
         # response to s·g_cᵀ, s scaled so the probe effort is of the size of τ (module doc)
         scale = max(1.0, float(np.abs(tau[:nt]).max(initial=0.0)))
         PG = np.empty((nt, G.shape[0]))

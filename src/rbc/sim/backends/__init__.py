@@ -4,7 +4,8 @@ A backend is the *plant*: it is built from a (possibly mismatched) compiled mode
 partition and a closed initial state ``(q0, v0)`` in rbc coordinates, advances with port
 efforts held constant (zero-order hold), and reports what a controller and the summary need
 (:class:`Measurement`). It also keeps the energy ledger's work terms:
-``work_actuators = Σ fᵀ Δℓ`` per physics step (exact for efforts held over the step) and
+``work_actuators = Σ fᵀ Δℓ`` per physics step (exact for efforts held over the step; a
+velocity port, which has no displacement, by the trapezoid of ``f ℓ̇``, :func:`port_work`) and
 ``work_passive`` (damping, springs, drive friction).
 
 The registry maps each name to ``module:class`` (resolved on use, so ``reduced`` does not
@@ -94,6 +95,18 @@ class Backend(ABC):
     @abstractmethod
     def measure(self) -> Measurement:
         """The current measurement."""
+
+
+def port_work(f: np.ndarray, ell0: np.ndarray, ell1: np.ndarray, rate0: np.ndarray,
+              rate1: np.ndarray, duration: float) -> float:
+    """Work [J] of port efforts f held over an interval: ``f·Δℓ`` at ports with a
+    displacement, the trapezoid ``f·(ℓ̇₀ + ℓ̇₁)/2·Δt`` at velocity ports (ℓ NaN)."""
+    d = ell1 - ell0
+    held = np.isfinite(d)
+    out = float(f[held] @ d[held])
+    if not np.all(held):
+        out += float(f[~held] @ (0.5 * (rate0[~held] + rate1[~held]))) * duration
+    return out
 
 
 def backend_class(name: str) -> type[Backend]:

@@ -8,7 +8,8 @@ configuration; initial speeds are mapped joint by joint
 Euler) and constraint solver are used as exported.
 
 **Measured** (after ``mj_forward`` at each control step): ports from ``qpos``/``qvel`` of the
-port joints; task positions from the body poses (``xpos + xmat·p``; exported bodies keep
+port joints (MuJoCo's actuator lengths and velocities when a distance port is a spatial
+tendon); task positions from the body poses (``xpos + xmat·p``; exported bodies keep
 the record's body frames); loop gaps as the world distance between the two sites of every
 equality constraint (``site_xpos``), named by the equality; kinetic energy ``½ q̇ᵀ M q̇``
 (``mj_mulM``, armature included) and gravitational potential ``−Σ m_b g·x_com,b``.
@@ -60,6 +61,8 @@ class MujocoBackend(Backend):
                                         exp.joint_name(plant.edge(name)))
                 self.Pq[i, m.jnt_qposadr[jid]] += coef
                 self.Pv[i, m.jnt_dofadr[jid]] += coef
+        # distance ports are spatial tendons: their lengths are MuJoCo's actuator lengths
+        self.spatial = any(a.kind == "distance" for a in acts)
         bodies = plant.record.body_index()
         self.tasks = [(t.name, mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY,
                                                  exp.body_names[bodies[t.body]]),
@@ -75,12 +78,22 @@ class MujocoBackend(Backend):
     def advance(self, f: np.ndarray, steps: int) -> None:
         m, d = self.m, self.d
         d.ctrl[:] = f
+        ell0 = self._lengths()
         for _ in range(steps):
-            ell0 = self.Pq @ d.qpos
             mujoco.mj_step(m, d)
-            self.work_actuators += float(f @ (self.Pq @ d.qpos - ell0))
+            ell1 = self._lengths()
+            self.work_actuators += float(f @ (ell1 - ell0))
             self.work_passive += float(d.qfrc_passive @ d.qvel) * self.dt
+            ell0 = ell1
         self.steps += steps
+
+    def _lengths(self) -> np.ndarray:
+        """Port displacements ℓ (n_act,) at the current qpos (a spatial tendon's length
+        needs MuJoCo's position stage: ``mj_fwdPosition``)."""
+        if not self.spatial:
+            return self.Pq @ self.d.qpos
+        mujoco.mj_fwdPosition(self.m, self.d)
+        return self.d.actuator_length.copy()
 
     def measure(self) -> Measurement:
         m, d = self.m, self.d
@@ -92,7 +105,9 @@ class MujocoBackend(Backend):
         tasks = {n: d.xpos[b] + d.xmat[b].reshape(3, 3) @ p for n, b, p in self.tasks}
         gaps = np.linalg.norm(d.site_xpos[self.eq_sites[:, 0]]
                               - d.site_xpos[self.eq_sites[:, 1]], axis=1)
-        return Measurement(self.Pq @ d.qpos, self.Pv @ d.qvel, tasks, gaps,
+        ell, rate = ((d.actuator_length.copy(), d.actuator_velocity.copy()) if self.spatial
+                     else (self.Pq @ d.qpos, self.Pv @ d.qvel))
+        return Measurement(ell, rate, tasks, gaps,
                            kin, pot, d.qpos.copy(), d.qvel.copy())
 
 

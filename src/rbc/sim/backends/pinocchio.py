@@ -22,8 +22,8 @@ import numpy as np
 import pinocchio as pin
 
 from rbc.backends.pinocchio import PROXIMAL, pinocchio_model
-from rbc.model.interfaces import ports
-from rbc.sim.backends import Backend, BackendError, Measurement
+from rbc.model.interfaces import port_state, ports
+from rbc.sim.backends import Backend, BackendError, Measurement, port_work
 from rbc.sim.backends.tree_probe import TreeProbe, record_tasks
 
 #: Baumgarte gains of the constraint corrector [s⁻², s⁻¹] (module docstring).
@@ -63,9 +63,11 @@ class PinocchioBackend(Backend):
         self.q = t.q_pin(np.asarray(q0, float)[: plant.nq_tree])
         self.v = t.v_pin(np.asarray(v0, float)[: plant.nv_tree])
         pm = ports(plant)
-        # the port maps in Pinocchio's coordinates (ports are on tree joints)
-        self.Pq = pm.q_matrix[:, : plant.nq_tree][:, t.q_perm]
-        self.Pv = pm.jacobian[:, : plant.nv_tree][:, t.v_perm]
+        # the constant port maps in Pinocchio's coordinates (ports read tree joints); the
+        # ports that depend on q (distance, profile) are evaluated on the rbc model
+        self.Pq = pm.linear_q[:, : plant.nq_tree][:, t.q_perm]
+        self.Pv = pm.linear_jacobian[:, : plant.nv_tree][:, t.v_perm]
+        self.varying = bool(pm.varying) or not np.all(pm.holonomic)
         damping = np.zeros(plant.nv)
         for j in plant.record.joints:
             damping[plant.v_slice(plant.edge(j.name))] += j.damping
@@ -79,20 +81,33 @@ class PinocchioBackend(Backend):
     def advance(self, f: np.ndarray, steps: int) -> None:
         h = self.dt
         for _ in range(steps):
+            ell0, P = self._ports()
             tau = -self.damping * self.v
-            tau += self.Pv.T @ f
+            tau += P.T @ f
             a = pin.constraintDynamics(self.model, self.data, self.q, self.v, tau,
                                        self.pmod.constraints, self.cdatas, self.prox)
-            ell0 = self.Pq @ self.q
+            rate0 = P @ self.v
             self.work_passive -= float(self.damping @ (self.v * self.v)) * h
             self.v = self.v + h * a
             self.q = pin.integrate(self.model, self.q, h * self.v)
-            self.work_actuators += float(f @ (self.Pq @ self.q - ell0))
+            ell1, P1 = self._ports()
+            self.work_actuators += port_work(f, ell0, ell1, rate0, P1 @ self.v, h)
         self.steps += steps
+
+    def _ports(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(ℓ (n_act,), J_ℓ (n_act, nv_pin))`` at the current q, Pinocchio v order."""
+        if not self.varying:
+            return self.Pq @ self.q, self.Pv
+        k, t = self.plant, self.tree
+        q = np.zeros(k.nq)  # tree coordinates suffice: every port reads the tree
+        q[t.q_perm] = self.q
+        ell, J = port_state(k, q)
+        return ell, J[:, : k.nv_tree][:, t.v_perm]
 
     def measure(self) -> Measurement:
         kin, pot = self.probe.energy(self.q, self.v)
         tasks = self.probe.task_positions(self.q)
         gaps = self.probe.anchor_gaps(self.pmod.specs)
-        return Measurement(self.Pq @ self.q, self.Pv @ self.v, tasks, gaps,
+        ell, P = self._ports()
+        return Measurement(ell, P @ self.v, tasks, gaps,
                            kin, pot, self.q.copy(), self.v.copy())

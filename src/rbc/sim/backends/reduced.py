@@ -75,7 +75,7 @@ from rbc.kernels.evaluator import KernelModel, KernelStage
 from rbc.kernels.layout import LayoutError
 from rbc.model.closure import ClosureError
 from rbc.model.dynamics import DynamicsData, DynamicsModel, forward_dynamics, reduced_terms
-from rbc.model.interfaces import ports
+from rbc.model.interfaces import port_jacobian, port_state
 from rbc.model.partition import REPARTITION_MIN, reselect, scaled_cond
 from rbc.model.solve import independent_values, prescribable, rate_is_speed, value_rates
 from rbc.sim.backends import Backend, BackendError, Measurement
@@ -138,7 +138,6 @@ class ReducedBackend(Backend):
         self.dm = DynamicsModel.build(plant)
         self.data = DynamicsData.of(self.dm)
         self.check(plant, part)
-        self.pm = ports(plant)
         self.probe = TreeProbe(self.dm.tree, record_tasks(plant))
         self.gap_names = tuple(plant.edge_names[k] for k in plant.chord_edges)
         self.time = 0.0
@@ -257,7 +256,7 @@ class ReducedBackend(Backend):
         t = reduced_terms(self.dm, self.data, self.part, q, y[n: 2 * n], f,
                           lifted=self.close.lifted)
         self.stats.evaluations += 1
-        p_act = float(f @ (self.pm.jacobian @ t.v)) if f.size else 0.0
+        p_act = float(f @ (port_jacobian(self.plant, q) @ t.v)) if f.size else 0.0
         xdot = y[n: 2 * n]
         if self._rated.any():
             xdot = xdot.copy()
@@ -433,5 +432,6 @@ class ReducedBackend(Backend):
         kin, pot = self.probe.energy(qp, vp)
         rho = rho[: 6 * k.n_chords].reshape(-1, 6)
         gaps = np.linalg.norm(rho[:, 3:], axis=1)  # linear part of each chord's residual
-        return Measurement(self.pm.q_matrix @ self.q, self.pm.jacobian @ v,
+        ell, J = port_state(k, self.q)
+        return Measurement(ell, J @ v,
                            self.probe.task_positions(qp), gaps, kin, pot, self.q.copy(), v)
