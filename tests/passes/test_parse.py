@@ -824,7 +824,7 @@ BAD: list[tuple[str, str, str]] = [
         "joint_cut_true",
         doc(joints=joint(f"type: revolute, {A3}, cut: true")),
         "joints[0].cut: 'cut' = boolean true would pre-author the cut joints, which the compiler "
-        "generates; expected only 'cut: prefer' is accepted, as a hint",
+        "generates; expected 'cut: prefer' (a hint) or 'cut: required' (a declared cut)",
     ),
     (
         "joint_cut_yes",

@@ -34,6 +34,13 @@ def inspect_command(
     con.print(f"  components κ = {s['components']}, cycle rank = {s['cycle_rank']}")
     con.print(f"  tree joints ({len(s['tree_joints'])}): {', '.join(s['tree_joints'])}")
     con.print(f"  cut joints ({len(s['cut_joints'])}): {', '.join(s['cut_joints']) or '-'}")
+    if s["declared_cuts"]:
+        con.print(f"    declared by the record (cut: required): {', '.join(s['declared_cuts'])}; "
+                  "the others chosen by the compiler")
+    forced = [n for n in s["forced_cuts"] if n not in s["declared_cuts"]]
+    if forced:
+        con.print(f"    forced (a loop of actuated or independent joints only): "
+                  f"{', '.join(forced)}")
     con.print(f"  coordinates: nq = {s['nq']}, nv = {s['nv']} "
               f"(tree nq = {s['nq_tree']}, nv = {s['nv_tree']})")
     for p in s["partitions"]:

@@ -350,6 +350,7 @@ LAYOUT: dict[str, tuple] = {
     "/forest/tree_edges": ("i", ("·",), 0, "E-1"),
     "/forest/chords": ("i", ("C",), 0, "E-1"),
     "/forest/forced_cuts": ("i", ("·",), 0, "E-1"),
+    "/forest/declared_cuts": ("i", ("·",), 0, "E-1"),
     "/forest/parent_edge": ("i", ("B+1",), -1, "E-1"),
     "/forest/parent_vertex": ("i", ("B+1",), -1, "B"),
     "/forest/depth": ("i", ("B+1",), 0, "B"),

@@ -33,7 +33,10 @@ class Forest:
         q_offset, v_offset: (E,) start of each edge's slice in q and v.
         nq, nv: total coordinate counts; ``nq_tree``, ``nv_tree`` of the tree edges alone.
         forced_cuts: record joints that should have stayed in the tree (actuated or
-            independent) but close a loop made only of such joints, so one had to be cut.
+            independent) but close a loop made only of such joints, so one had to be cut
+            (or were declared ``cut: required``).
+        declared_cuts: record joints the record declares ``cut: required`` (user decisions;
+            the other chords are the compiler's choice).
     """
 
     graph: Multigraph
@@ -50,6 +53,7 @@ class Forest:
     nq_tree: int
     nv_tree: int
     forced_cuts: tuple[int, ...] = ()
+    declared_cuts: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("parent_edge", "parent_vertex", "depth", "sign", "q_offset", "v_offset"):
@@ -75,8 +79,11 @@ class Forest:
                          f"-> {g.vertex_name(v)}  q{self.q_slice(k).start}:{self.q_slice(k).stop}")
         for k in self.chords:
             lines.append(f"  chord {g.edge_names[k]} [{g.edge_types[k]}] "
-                         f"{g.vertex_name(int(g.parent[k]))} -> {g.vertex_name(int(g.child[k]))}")
+                         f"{g.vertex_name(int(g.parent[k]))} -> {g.vertex_name(int(g.child[k]))}"
+                         + ("  (declared: cut: required)" if k in self.declared_cuts else ""))
         for k in self.forced_cuts:
-            lines.append(f"  note: {g.edge_names[k]} should stay in the tree but closes a loop "
-                         "of kept joints; it was cut")
+            why = ("is declared 'cut: required'" if k in self.declared_cuts
+                   else "closes a loop of kept joints")
+            lines.append(f"  note: {g.edge_names[k]} should stay in the tree but {why}; it "
+                         "was cut")
         return "\n".join(lines)

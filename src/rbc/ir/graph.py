@@ -50,6 +50,7 @@ class Multigraph:
         keep: (E,) bool — edge must stay in the spanning tree (actuated, carries drive
             data, listed in ``independent``, or a root edge).
         prefer_cut: (E,) bool — the record's ``cut: prefer`` hint.
+        require_cut: (E,) bool — the record's ``cut: required`` (a declared cut).
         n_joints: number of record joints J (edges ``0..J-1``).
         component: (B,) int component id of each body in the body graph.
         components: κ.
@@ -70,9 +71,13 @@ class Multigraph:
     component: np.ndarray
     components: int
     cycle_rank: int
+    require_cut: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        for name in ("parent", "child", "nq", "nv", "keep", "prefer_cut", "component"):
+        if self.require_cut is None:
+            object.__setattr__(self, "require_cut", np.zeros(len(self.edge_names), bool))
+        for name in ("parent", "child", "nq", "nv", "keep", "prefer_cut", "require_cut",
+                     "component"):
             object.__setattr__(self, name, frozen_array(getattr(self, name)))
 
     @property
@@ -106,7 +111,9 @@ class Multigraph:
             f"cycle_rank={self.cycle_rank}"
         ]
         for k in range(self.n_edges):
-            flags = ("keep " if self.keep[k] else "") + ("prefer-cut" if self.prefer_cut[k] else "")
+            flags = (("keep " if self.keep[k] else "") + ("prefer-cut " if self.prefer_cut[k]
+                                                          else "")
+                     + ("required-cut" if self.require_cut[k] else ""))
             lines.append(
                 f"  e{k:<4d} {self.edge_names[k]:<24s} {self.edge_types[k]:<11s} "
                 f"{self.vertex_name(int(self.parent[k]))} -> {self.vertex_name(int(self.child[k]))}"

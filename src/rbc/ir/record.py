@@ -175,6 +175,8 @@ class Joint:
         armature: reflected inertia at the joint [kg·m² | kg].
         initial: acquisition guess in the record's layout (see docs/records.md) or None.
         cut_prefer: the ``cut: prefer`` hint (a preference, never a mandate).
+        cut_required: ``cut: required``, a cut declared by the user (the joint is a chord;
+            the rest of the tree is still the compiler's choice).
     """
 
     name: str
@@ -194,6 +196,7 @@ class Joint:
     armature: float = 0.0
     initial: tuple[float, ...] | None = None
     cut_prefer: bool = False
+    cut_required: bool = False
 
 
 @dataclass(frozen=True)

@@ -616,15 +616,20 @@ def _planar_normal(ctx: _Ctx, path: str, value: Any) -> tuple[float, ...]:
     return n
 
 
-def _cut(ctx: _Ctx, path: str, value: Any) -> bool:
-    if value != "prefer":
+#: ``cut`` values: ``prefer`` (a hint) and ``required`` (a cut the user declares).
+CUT_VALUES = ("prefer", "required")
+
+
+def _cut(ctx: _Ctx, path: str, value: Any) -> str:
+    if value not in CUT_VALUES:
         raise ctx.error(
             path,
             f"'cut' = {_describe(value)} would pre-author the cut joints, "
             "which the compiler generates",
-            expected="only 'cut: prefer' is accepted, as a hint",
+            expected="'cut: prefer' (a hint) or 'cut: required' (a declared cut); the "
+            "spanning tree is still the compiler's",
         )
-    return True
+    return value
 
 
 def _joint(ctx: _Ctx, path: str, value: Any, bodies: Mapping[str, Body]) -> Joint:
@@ -665,7 +670,8 @@ def _joint(ctx: _Ctx, path: str, value: Any, bodies: Mapping[str, Body]) -> Join
         spring=spring,
         armature=r.get("armature", _nonneg, 0.0),
         initial=r.get("initial", lambda c, p, v: _initial(c, p, v, spec), None),
-        cut_prefer=r.get("cut", _cut, False),
+        cut_prefer=r.get("cut", _cut, None) == "prefer",
+        cut_required=r.get("cut", _cut, None) == "required",
     )
 
 

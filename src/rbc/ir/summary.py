@@ -134,6 +134,8 @@ def summarize(path: str | Path) -> dict:
         "cycle_rank": int(d.number("/graph", "cycle_rank")),
         "tree_joints": [edge_name[k] for k in tree],
         "cut_joints": [edge_name[k] for k in chord_edges],
+        "declared_cuts": [edge_name[int(k)] for k in d.array("/forest/declared_cuts")],
+        "forced_cuts": [edge_name[int(k)] for k in d.array("/forest/forced_cuts")],
         "chords": [
             {"joint": chord_names[i], "path_length": int(ptr[i + 1] - ptr[i]),
              "lca": "world" if lca[i] == world else bodies[lca[i]]}

@@ -133,6 +133,7 @@ class Codegen:
         out.put("/forest/tree_edges", np.array(f.tree_edges, dtype=np.int64))
         out.put("/forest/chords", np.array(f.chords, dtype=np.int64))
         out.put("/forest/forced_cuts", np.array(f.forced_cuts, dtype=np.int64))
+        out.put("/forest/declared_cuts", np.array(f.declared_cuts, dtype=np.int64))
         for name in ("parent_edge", "parent_vertex", "depth", "sign"):
             out.put(f"/forest/{name}", getattr(f, name))
 

@@ -1,6 +1,10 @@
 """Pass ``forest``: multigraph → spanning forest and cut joints (DESIGN.md §4).
 
-Rules, in priority order (Kruskal's algorithm over edges sorted by this key):
+Joints declared ``cut: required`` are chords before anything else (a user decision, e.g.
+the cuts a robot's documentation prescribes); the tree is chosen among the other edges. If
+those do not span every body, the record is refused naming the bodies the declared cuts
+disconnect. The rest follows the rules, in priority order (Kruskal's algorithm over edges
+sorted by this key):
 
 1. Root edges, then joints that are actuated, carry drive data or are listed in
    ``independent`` stay in the tree.
@@ -29,6 +33,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from rbc.errors import CompileError
 from rbc.ir.forest import Forest
 from rbc.ir.graph import Multigraph
 from rbc.ir.unionfind import UnionFind
@@ -102,6 +107,17 @@ def depth_first_layout(g: Multigraph, tree: list[int]) -> tuple[list[int], np.nd
     return order, parent_edge, parent_vertex, depth, sign
 
 
+def _no_spanning_tree(g: Multigraph, sets: UnionFind, declared: list[int]) -> CompileError:
+    """The error for declared cuts that disconnect bodies from every root."""
+    lost = [g.body_names[v] for v in range(g.n_bodies) if sets.find(v) != sets.find(g.world)]
+    names = ", ".join(g.edge_names[k] for k in declared)
+    return CompileError(
+        f"{g.record.source}: the joints declared 'cut: required' ({names}) leave no spanning "
+        f"tree: bodies {', '.join(lost)} would have no path to a root through the remaining "
+        "joints; declare fewer cuts (at most one per loop, cycle rank "
+        f"{g.cycle_rank}), or use 'cut: prefer' to let the compiler choose")
+
+
 @dataclass(frozen=True)
 class BuildForest:
     """Choose the spanning forest and the cut joints (chords); lay out coordinates."""
@@ -110,14 +126,19 @@ class BuildForest:
 
     def run(self, g: Multigraph) -> Forest:
         sets = UnionFind(g.n_bodies + 1)
-        tree, chords, forced = [], [], []
+        declared = [k for k in range(g.n_edges) if g.require_cut[k]]
+        tree, chords, forced = [], list(declared), [k for k in declared if g.keep[k]]
         for k in keep_order(g):
+            if g.require_cut[k]:
+                continue
             if sets.union(int(g.parent[k]), int(g.child[k])):
                 tree.append(k)
             else:
                 chords.append(k)
                 if g.keep[k]:
                     forced.append(k)
+        if len(tree) < g.n_bodies:
+            raise _no_spanning_tree(g, sets, declared)
         order, parent_edge, parent_vertex, depth, sign = depth_first_layout(g, tree)
         chords.sort()
         q_offset = np.zeros(g.n_edges, dtype=np.int64)
@@ -147,6 +168,7 @@ class BuildForest:
             nq_tree=nq_tree,
             nv_tree=nv_tree,
             forced_cuts=tuple(sorted(forced)),
+            declared_cuts=tuple(declared),
         )
 
     def verify(self, f: Forest) -> None:
@@ -154,6 +176,7 @@ class BuildForest:
         n = self.name
         check(len(f.tree_edges) == g.n_bodies, n, "a spanning tree over B+1 vertices has B edges")
         check(len(f.chords) == g.cycle_rank, n, "one chord per independent loop")
+        check(set(f.declared_cuts) <= set(f.chords), n, "declared cuts are chords")
         check(set(f.tree_edges).isdisjoint(f.chords), n, "tree edges and chords are disjoint")
         check(bool(np.all(f.parent_edge[: g.n_bodies] >= 0)), n, "every body is spanned")
         check(f.nv_tree == int(sum(g.nv[k] for k in f.tree_edges)), n, "nv_tree counts tree edges")

@@ -43,6 +43,7 @@ class BuildGraph:
         child = [bodies[j.child] for j in record.joints]
         keep = [j.name in kept for j in record.joints]
         prefer = [j.cut_prefer for j in record.joints]
+        required = [j.cut_required for j in record.joints]
         for name, kind, i in root_edges(record):
             names.append(name)
             types.append(kind)
@@ -50,6 +51,7 @@ class BuildGraph:
             child.append(i)
             keep.append(True)
             prefer.append(False)
+            required.append(False)
         nq = [JOINT_COORDINATES[t][0] for t in types]
         nv = [JOINT_COORDINATES[t][1] for t in types]
 
@@ -78,6 +80,7 @@ class BuildGraph:
             nv=np.array(nv, dtype=np.int64),
             keep=np.array(keep, dtype=bool),
             prefer_cut=np.array(prefer, dtype=bool),
+            require_cut=np.array(required, dtype=bool),
             n_joints=J,
             component=component,
             components=len(ids),
