@@ -141,17 +141,23 @@ def select_rows(Cs: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def select_dependent(Cs: np.ndarray, r: int, preferred: Collection[int],
-                     last: Collection[int] = ()) -> np.ndarray:
+                     last: Collection[int] = (), taken: Collection[int] = ()) -> np.ndarray:
     """r dependent columns of ``C_s`` (selected rows): passive columns first, then the
-    ``preferred`` ones, then those in ``last`` (e.g. a floating root in a support mode).
+    ``preferred`` ones, then those in ``last`` (e.g. a floating root in a support mode);
+    never a column in ``taken`` (already dependent in another module: a coordinate is
+    solved for by one module only — couplings that share an input, say rollers turned by
+    one sprocket, must each solve for their own coordinate).
 
     Raises:
-        CompileError: the columns do not reach rank r (cannot happen for r = rank(C_s)).
+        CompileError: the columns do not reach rank r (cannot happen for r = rank(C_s)
+            when nothing is taken).
     """
     n = Cs.shape[1]
-    passive = np.array([j for j in range(n) if j not in preferred and j not in last],
-                       dtype=np.int64)
-    pref = np.array(sorted(set(preferred) - set(last)), dtype=np.int64)
+    out = set(taken)
+    passive = np.array([j for j in range(n) if j not in preferred and j not in last
+                        and j not in out], dtype=np.int64)
+    pref = np.array(sorted(set(preferred) - set(last) - out), dtype=np.int64)
+    last = set(last) - out
     chosen: list[int] = []
     Q = np.zeros((Cs.shape[0], 0))
     for pool in (passive, pref, np.array(sorted(last), dtype=np.int64)):
@@ -257,7 +263,8 @@ def partition_at(
         rows += blk.rows[sel].tolist()
         if forced is None:
             local = select_dependent(Cs[sel], r, {n for n, j in enumerate(blk.cols) if j in pref},
-                                     {n for n, j in enumerate(blk.cols) if j in last})
+                                     {n for n, j in enumerate(blk.cols) if j in last},
+                                     {n for n, j in enumerate(blk.cols) if j in dep})
         else:
             local = np.array([n for n, j in enumerate(blk.cols) if j not in forced], dtype=int)
             block = Cs[sel][:, local]
