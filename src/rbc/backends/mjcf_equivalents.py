@@ -74,6 +74,12 @@ def loaded(model: CompiledModel) -> set[int]:
     return out
 
 
+def driven(model: CompiledModel, k: int) -> bool:
+    """An actuator's port reads edge k (a joint, tendon or profile port on its joint)."""
+    name = model.edge_names[k]
+    return any(name in a.port_joints for a in model.record.actuators)
+
+
 def attached(model: CompiledModel) -> set[int]:
     """Bodies something is attached to: cut joints and the :func:`loaded` bodies."""
     out = {int(model.parent[k]) for k in model.chord_edges}
@@ -185,7 +191,7 @@ def cut_balls(model: CompiledModel, q: np.ndarray, scale: float) -> dict[int, Cu
         return frame_jacobian(model, q, v, pin.SE3.Identity())[0]
 
     for k in model.chord_edges:
-        if model.edge_types[k] not in ("revolute", "spherical"):
+        if model.edge_types[k] not in ("revolute", "spherical") or driven(model, k):
             continue
         for leaf, other in ((int(model.parent[k]), int(model.child[k])),
                             (int(model.child[k]), int(model.parent[k]))):
@@ -227,6 +233,6 @@ def cut_balls(model: CompiledModel, q: np.ndarray, scale: float) -> dict[int, Cu
     return out
 
 
-__all__ = ["CONCURRENCY_RTOL", "CutBall", "HINGE_SLIDE", "SPAN_TOL", "attached", "loaded",
+__all__ = ["CONCURRENCY_RTOL", "CutBall", "HINGE_SLIDE", "SPAN_TOL", "attached", "driven", "loaded",
            "concurrent_point", "cut_balls", "gimbal_axes", "merged_bodies", "plain_revolute",
            "tree_children"]

@@ -56,8 +56,8 @@ Mapping (sources: MuJoCo XML reference, https://mujoco.readthedocs.io/en/stable/
   revolute                        two ``connect``: Jb ↔ Jc origins, and the         6     5
                                   points ``L·a`` along the axis in Jb and Jc
   prismatic, universal,           auxiliary body ``<cut>.cut`` in b at ``A_e``     6     6
-  cylindrical, planar             with the cut joint's own MuJoCo joints, ``weld``
-                                  of its frame to site Jc
+  cylindrical, planar; any        with the cut joint's own MuJoCo joints, ``weld``
+  driven cut (:func:`direct_cut`)  of its frame to site Jc (a motor acts there)
   ==============================  ==============================================  ====  ====
 
   The revolute pair has one redundant row (along the axis); MuJoCo's regularized
@@ -99,7 +99,7 @@ import numpy as np
 import pinocchio as pin
 from lxml import etree
 
-from rbc.backends.mjcf_equivalents import cut_balls, gimbal_axes, merged_bodies
+from rbc.backends.mjcf_equivalents import cut_balls, driven, gimbal_axes, merged_bodies
 from rbc.errors import CompileError
 from rbc.ir import spatial as sp
 from rbc.ir.atomic import atomic_write_text
@@ -491,12 +491,20 @@ class _Writer:
     one_dof: dict[int, str] = field(default_factory=dict)  # edge → its MuJoCo hinge/slide
 
 
+def direct_cut(model: CompiledModel, k: int) -> bool:
+    """Cut edge k is exported as equalities between its two bodies (spherical, fixed or
+    revolute, not driven); a driven cut joint (an actuator's port reads it: a loop of only
+    actuated joints, or ``cut: required``) goes through an auxiliary body carrying its own
+    MuJoCo joint, where the motor acts — the joint's effort as the equivalent wrench pair."""
+    return model.edge_types[k] in DIRECT_CUT_TYPES and not driven(model, k)
+
+
 def split_counts(model: CompiledModel) -> dict[int, int]:
     """Per body: the number of split-body cut joints whose child it is (moving, massive)."""
     out: dict[int, int] = {}
     for k in model.chord_edges:
         c = int(model.child[k])
-        if (model.edge_types[k] not in DIRECT_CUT_TYPES and c < model.n_bodies
+        if (not direct_cut(model, k) and c < model.n_bodies
                 and model.record.bodies[c].kind != "fixed" and model.record.bodies[c].mass > 0):
             out[c] = out.get(c, 0) + 1
     return out
@@ -694,10 +702,11 @@ def _cuts(w: _Writer, eq: etree._Element, counts: dict[int, int]) -> None:
             _equality(w, eq, "connect", name, s1, s2)
             continue
         eb, ec = w.elements[b], w.elements[c]
-        if t in ("spherical", "fixed"):
+        direct = direct_cut(m, k)
+        if direct and t in ("spherical", "fixed"):
             s1, s2 = _site(w, eb, f"{name}.b", A), _site(w, ec, f"{name}.c", B)
             _equality(w, eq, "connect" if t == "spherical" else "weld", name, s1, s2)
-        elif t == "revolute":
+        elif direct:  # revolute
             off = pin.SE3(np.eye(3), length * np.asarray(m.kinds[k].axis))
             for n, (Tb, Tc) in enumerate(((A, B), (A * off, B * off))):
                 s1 = _site(w, eb, f"{name}.b{n}", Tb)
@@ -784,9 +793,10 @@ def _inertial_element(el: etree._Element, inertia: pin.Inertia) -> None:
 
 def _joint_of(w: _Writer, joint: str) -> str | None:
     """The MuJoCo name of a record joint's one hinge/slide (None if it has no such joint)."""
-    if not w.one_dof:
-        w.one_dof.update({mj.edge: mj.name for mj in w.tree_joints if not mj.group
-                          and mj.type in ("hinge", "slide") and w.model.kinds[mj.edge].nv == 1})
+    if not w.one_dof:  # tree joints, and driven cut joints' auxiliary joints (_cuts)
+        w.one_dof.update({mj.edge: mj.name for mj in (*w.tree_joints, *w.aux_joints)
+                          if not mj.group and mj.type in ("hinge", "slide")
+                          and w.model.kinds[mj.edge].nv == 1})
     return w.one_dof.get(w.model.edge(joint))
 
 

@@ -35,8 +35,14 @@ responses to the efforts ``s·g_cᵀ`` (``a(τ + s g) − a(τ) = s P g``, exact
 solver's tolerance for s scaled to the efforts).
 
 The state is taken as given: ``(q, v)`` with v over the tree coordinates and the tree efforts
-(gravity excluded — Pinocchio adds it). Efforts on cut coordinates have no place in the tree
-model; a state with a nonzero one is refused (:class:`CutEffortError`).
+(gravity excluded — Pinocchio adds it).
+
+**Efforts on cut joints** (an actuated joint that had to be cut, or was declared cut) have
+no tree coordinate. They act as the joint's equivalent wrench pair on its two bodies, which
+in tree coordinates is ``τ_T += K_eᵀ τ_e`` with the rate rows ``q̇_e = K_e v_T``,
+``K_e = S_e⁺ J_rel`` of :func:`rbc.verify.kkt50.cut_rows` (Pinocchio frame Jacobians of
+the joint frames Jb and Jc, never our lift): virtual power ``τ_eᵀ q̇_e = (K_eᵀ τ_e)ᵀ v_T``.
+For a revolute cut this is the torque ``τ_e a`` on the child and ``−τ_e a`` on the parent.
 """
 
 from __future__ import annotations
@@ -51,10 +57,6 @@ from rbc.model.compiled import CompiledModel, Partition
 from rbc.model.dynamics import PD_RTOL, DynamicsData, DynamicsModel
 from rbc.model.tree import joint_space_inertia
 from rbc.verify import kkt50
-
-
-class CutEffortError(ValueError):
-    """An effort acts on a cut-joint coordinate, which the Pinocchio tree cannot carry."""
 
 
 class SingularTreeInertia(ValueError):
@@ -88,7 +90,7 @@ class PinocchioReference:
     pmod: PinocchioModel
     data: pin.Data
     cdatas: object
-    coupled: tuple[DynamicsModel, DynamicsData] | None = None  # rows of the couplings
+    coupled: tuple[DynamicsModel, DynamicsData] | None = None  # cut and coupling rows
 
     @classmethod
     def build(cls, kin: CompiledModel, part: Partition) -> PinocchioReference:
@@ -104,7 +106,7 @@ class PinocchioReference:
         cdatas = pmod.constraint_datas()
         pin.initConstraintDynamics(pmod.tree.model, data, pmod.constraints, cdatas)
         coupled = None
-        if kin.coupling_rows:
+        if kin.coupling_rows or kin.n_chords:
             dm = DynamicsModel(kin, pmod.tree)
             coupled = (dm, DynamicsData.of(dm))
         return cls(pmod, data, cdatas, coupled)
@@ -114,27 +116,29 @@ class PinocchioReference:
 
         Args:
             q: (nq,) configuration; v: (nv,) speeds; tau: (nv,) generalized efforts over all
-                coordinates, gravity excluded [N·m | N].
-
-        Raises:
-            CutEffortError: a nonzero effort on a cut coordinate.
+                coordinates, gravity excluded [N·m | N]; those on cut coordinates act
+                through the cut joints' wrench pairs (module docstring).
         """
-        nt = self.pmod.kin.nv_tree
+        kin = self.pmod.kin
+        nt = kin.nv_tree
+        tau_t = np.array(tau[:nt], dtype=float)
+        rows = None
         if np.any(tau[nt:]):
-            raise CutEffortError("efforts on cut-joint coordinates cannot be applied to "
-                                 "Pinocchio's tree model")
-        a0 = constraint_dynamics(self.pmod, self.data, self.cdatas, q, v, tau[:nt])
-        if self.coupled is None:
+            dm, dd = self.coupled
+            rows = kkt50.cut_rows(dm, dd, q)
+            tau_t += rows.K.T @ np.asarray(tau, dtype=float)[rows.cut_cols]
+        a0 = constraint_dynamics(self.pmod, self.data, self.cdatas, q, v, tau_t)
+        if not kin.coupling_rows:
             return a0
         dm, dd = self.coupled
-        rows = kkt50.cut_rows(dm, dd, q)
+        rows = kkt50.cut_rows(dm, dd, q) if rows is None else rows
         G, gamma = kkt50.coupling_rows(dm, rows, kkt50.cut_drift(dm, dd, q, v)[1], v)
         # response to s·g_cᵀ, s scaled so the probe effort is of the size of τ (module doc)
-        scale = max(1.0, float(np.abs(tau[:nt]).max(initial=0.0)))
+        scale = max(1.0, float(np.abs(tau_t).max(initial=0.0)))
         PG = np.empty((nt, G.shape[0]))
         for c, g in enumerate(G):
             s = scale / max(float(np.abs(g).max()), 1e-300)
             PG[:, c] = (constraint_dynamics(self.pmod, self.data, self.cdatas, q, v,
-                                            tau[:nt] + s * g) - a0) / s
+                                            tau_t + s * g) - a0) / s
         lam = np.linalg.lstsq(G @ PG, -gamma - G @ a0, rcond=None)[0]
         return a0 + PG @ lam

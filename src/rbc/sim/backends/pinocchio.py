@@ -41,6 +41,13 @@ class PinocchioBackend(Backend):
         and there must be no coupling: ``constraintDynamics`` has no joint-coupling
         constraint, and a plant without it would move the coupled joints apart."""
         pinocchio_model(plant, part)
+        cut = {plant.edge_names[k] for k in plant.chord_edges}
+        driven = [f"{a.name} ({n})" for a in plant.record.actuators for n in a.port_joints
+                  if n in cut]
+        if driven:
+            raise BackendError(
+                f"the pinocchio backend applies port efforts on tree joints only; "
+                f"{', '.join(driven)} drive cut joints; use the reduced or mujoco backend")
         if plant.record.couplings:
             raise BackendError(
                 f"the pinocchio backend cannot hold the couplings "
