@@ -512,7 +512,7 @@ class Model:
         """The actuator ports at the state: displacements ℓ, speeds ℓ̇ and ``L = J_ℓ E``."""
 
         s = self._own(state, "state")
-        L = actuator_map(self.compiled, self._lift_of(s).E)
+        L = actuator_map(self.compiled, self._lift_of(s).E, s.q)
         return Ports(self._actuators, actuator_displacement(self.compiled, s.q), L @ s.u, L,
                      tuple(port_unit(self.compiled, i) for i in range(self._nact)))
 

@@ -162,7 +162,7 @@ def _independent_speeds(plant, part, q, dm, dd, port_rates: np.ndarray) -> np.nd
     from rbc.model.dynamics import lift_at
     from rbc.model.interfaces import actuator_map
 
-    L = actuator_map(plant, lift_at(dm, dd, part, q).E)
+    L = actuator_map(plant, lift_at(dm, dd, part, q).E, q)
     return np.linalg.solve(L, np.asarray(port_rates, dtype=float))
 
 
