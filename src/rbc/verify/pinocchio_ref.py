@@ -123,12 +123,12 @@ class PinocchioReference:
         nt = kin.nv_tree
         tau_t = np.array(tau[:nt], dtype=float)
         rows = None
-        if np.any(tau[nt:]):
+        if np.any(tau[nt:]) and self.coupled is not None:
             dm, dd = self.coupled
             rows = kkt50.cut_rows(dm, dd, q)
             tau_t += rows.K.T @ np.asarray(tau, dtype=float)[rows.cut_cols]
         a0 = constraint_dynamics(self.pmod, self.data, self.cdatas, q, v, tau_t)
-        if not kin.coupling_rows:
+        if self.coupled is None or not kin.coupling_rows:
             return a0
         dm, dd = self.coupled
         rows = kkt50.cut_rows(dm, dd, q) if rows is None else rows
