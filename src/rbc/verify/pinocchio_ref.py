@@ -29,8 +29,8 @@ are added by Gauss's principle on top of its solution: the map τ ↦ a of
 ``constraintDynamics`` is affine, ``a(τ) = a₀ + P τ`` with P the constrained inverse inertia
 (``P = Z (Zᵀ M Z)⁻¹ Zᵀ``), and the coupled accelerations are
 ``a = a₀ + P Gᵀ λ`` with ``(G P Gᵀ) λ = −γ_c − G a₀`` (the extra rows ``G a = −γ_c`` of
-:func:`rbc.verify.kkt50.coupling_rows`, built from Pinocchio frame Jacobians, never from
-our lift). The columns ``P Gᵀ`` are obtained from ``constraintDynamics`` itself, as the
+:func:`rbc.verify.kkt50.coupling_rows`, built from the tree's frame Jacobians in 50 digits,
+never from our lift). The columns ``P Gᵀ`` are obtained from ``constraintDynamics`` itself, as the
 responses to the efforts ``s·g_cᵀ`` (``a(τ + s g) − a(τ) = s P g``, exact up to the
 solver's tolerance for s scaled to the efforts).
 
