@@ -69,6 +69,22 @@ Mapping (sources: MuJoCo XML reference, https://mujoco.readthedocs.io/en/stable/
   the inverse weight of the bodies it touches, so a near-massless auxiliary body let such a
   loop drift open. A cut joint whose child is welded to the world (or massless) gets the
   inertia floor instead.
+* **Deep trees.** MuJoCo's XML parser refuses elements nested deeper than its limit
+  (496 bodies with MuJoCo 4.0), libxml2 (rbc's own readers) deeper than 256 elements, and
+  MJCF nests each body in its parent. When a body would
+  nest :data:`REROOT_DEPTH` deep or more and its tree joint can be written as an equality
+  exactly — revolute, spherical or fixed; no port, coupling, armature, damping, friction,
+  spring or finite limit (those live on MuJoCo joints); no merged massless body or gimbal
+  on it — the body is **re-rooted**: written under the world body with a ``free`` joint
+  (``<body>.root``), and its tree joint becomes the equality of a cut joint of that type
+  (sites at the joint frames; a revolute is two ``connect``, a spherical one, a fixed a
+  ``weld``), named after the joint. Its subtree nests below it again, so depth restarts.
+  The re-rooted coordinates are the body's world pose: :meth:`MjcfExport.qpos_of` and
+  :meth:`MjcfExport.velocity_map` evaluate them by forward kinematics and the body Jacobian
+  of the tree model (``qvel = [ṗ world; ω body]``), so ``Pᵀ M_mj P = M_T`` still holds and
+  the readback checks apply unchanged. The re-rooted joint's coordinate has no MuJoCo
+  joint; its equality's gap is reported with the loop gaps. When no eligible joint is found
+  before MuJoCo's limit the export is refused with MuJoCo's message (a long chain of ports).
 * **Names** are unique per MuJoCo namespace (bodies, joints, sites, equalities, geoms,
   actuators; the world body is ``world``): a clash — a record body called ``world``, a
   coordinate name equal to another joint's, a generated ``<cut>.cut`` equal to a record
@@ -106,6 +122,7 @@ from rbc.ir.atomic import atomic_write_text
 from rbc.ir.joints import joint_kind
 from rbc.ir.record import Joint, coordinate_names
 from rbc.model.compiled import CompiledModel, Partition
+from rbc.model.kinematics import frame_jacobian
 from rbc.model.tree import build_tree, inertia_tensor, tree_joint
 
 #: Default integration step [s] written to ``<option timestep>``.
@@ -124,6 +141,11 @@ SOLIMP = (0.9999, 0.9999, 0.001)
 #: Cut-joint types exported as equality constraints between the two bodies themselves;
 #: every other cut type goes through an auxiliary split body (module docstring).
 DIRECT_CUT_TYPES = ("spherical", "fixed", "revolute")
+#: A body at this nesting depth or deeper is re-rooted when its tree joint allows it
+#: (module docstring, "Deep trees"): MuJoCo 4.0's XML parser refuses more than 496 nested
+#: bodies, and libxml2 (rbc's own MJCF readers: readback, import) elements nested deeper
+#: than 256 (≈ 253 bodies); 200 leaves ~50 levels to find an eligible joint.
+REROOT_DEPTH = 200
 _NAMESPACES = ("body", "joint", "site", "equality", "geom", "actuator", "tendon")
 
 
@@ -153,6 +175,8 @@ class MjJoint:
         group: for a ball that replaces a gimbal of three revolute tree edges: those edges
             (root side first) and ``axes`` (3, 3), their unit axes as rows in the body frame
             at q = 0 (``R = Rot(u₁, θ₁)·Rot(u₂, θ₂)·Rot(u₃, θ₃)``); else ``()`` and None.
+        root: the free joint of a re-rooted body (module docstring, "Deep trees"); ``edge``
+            is then the re-rooted tree edge, whose coordinates it does not hold.
     """
 
     name: str
@@ -163,6 +187,7 @@ class MjJoint:
     frame: pin.SE3 = field(default_factory=pin.SE3.Identity, compare=False)
     group: tuple[int, ...] = ()
     axes: np.ndarray | None = field(default=None, compare=False)
+    root: bool = False
 
 
 def mj_joints(model: CompiledModel, k: int, joint: Joint) -> list[MjJoint]:
@@ -260,6 +285,7 @@ class MjcfExport:
         order: every MuJoCo joint in MuJoCo's order (document order; qpos and dof order).
         dropped: record bodies left out (massless leaf chains replaced by a ``connect``).
         balls: cut joint names exported as one ``connect`` at a concurrency point.
+        roots: the free joints of re-rooted bodies (module docstring, "Deep trees").
     """
 
     tree: etree._ElementTree
@@ -276,13 +302,18 @@ class MjcfExport:
     order: tuple[MjJoint, ...] = ()
     dropped: frozenset[int] = frozenset()
     balls: tuple[str, ...] = ()
+    roots: tuple[MjJoint, ...] = ()
 
     def qpos_of(self, model: CompiledModel, q: np.ndarray) -> np.ndarray:
         """MuJoCo qpos (m.nq,) of an rbc configuration q (nq,), joint by joint in
         :attr:`order` (dropped joints have none)."""
         out, done = [], set()
+        poses = _RootPoses(model, q) if self.roots else None
         for mj in self.order:
-            if mj.group:
+            if mj.root:  # the world pose of the re-rooted body
+                T = poses.pose(mj.edge)
+                out.append(np.concatenate([T.translation, sp.quat_from_rotation(T.rotation)]))
+            elif mj.group:
                 R = np.eye(3)
                 for e, u in zip(mj.group, mj.axes, strict=True):
                     R = R @ sp.exp3(u * float(q[model.q_slice(e)][0]))
@@ -298,8 +329,11 @@ class MjcfExport:
         :func:`velocity_block`; a gimbal ball's local angular velocity is
         ``R₃ᵀR₂ᵀu₁ θ̇₁ + R₃ᵀu₂ θ̇₂ + u₃ θ̇₃``."""
         blocks, done = [], set()
+        poses = _RootPoses(model, q) if self.roots else None
         for mj in self.order:
-            if mj.group:
+            if mj.root:  # [ṗ world; ω body] of the re-rooted body
+                blocks.append([(0, poses.velocity(mj.edge))])
+            elif mj.group:
                 Rs = [sp.exp3(u * float(q[model.q_slice(e)][0]))
                       for e, u in zip(mj.group, mj.axes, strict=True)]
                 cols = np.column_stack([Rs[2].T @ Rs[1].T @ mj.axes[0], Rs[2].T @ mj.axes[1],
@@ -344,6 +378,11 @@ class MjcfExport:
             out.append(f"inertia floor added to {len(self.added)} bodies below MuJoCo's "
                        f"mass/inertia minimum (total {mass:.3g} kg; `rbc verify --mjcf` "
                        "reports the effect on M_T)")
+        if self.roots:
+            names = [mj.name.removesuffix(".root") for mj in self.roots]
+            out.append(f"{len(names)} bodies nested deeper than MuJoCo's XML parser allows "
+                       "re-rooted on the world (free joint; their tree joint written as an "
+                       "equality): " + ", ".join(names[:6]) + (" …" if len(names) > 6 else ""))
         out += [f"{ns} '{a}' written as '{b}' (name taken)" for ns, a, b in self.renamed]
         return out
 
@@ -489,6 +528,8 @@ class _Writer:
     added: dict[int, pin.Inertia] = field(default_factory=dict)
     inertials: dict[str, pin.Inertia] = field(default_factory=dict)
     one_dof: dict[int, str] = field(default_factory=dict)  # edge → its MuJoCo hinge/slide
+    depth: dict[int, int] = field(default_factory=dict)  # vertex → body nesting (world 0)
+    roots: list[MjJoint] = field(default_factory=list)
 
 
 def direct_cut(model: CompiledModel, k: int) -> bool:
@@ -556,16 +597,17 @@ def export_mjcf(model: CompiledModel, partition: Partition,
     eq = etree.SubElement(root, "equality")
     _cuts(w, eq, counts)
     _couplings(w, eq)
+    _root_equalities(w, eq)
     _inertials(w)
     _motors(w, root)
     # MuJoCo numbers joints in document (pre-)order, auxiliary cut bodies included
-    by_name = {mj.name: mj for mj in (*w.tree_joints, *w.aux_joints)}
+    by_name = {mj.name: mj for mj in (*w.tree_joints, *w.aux_joints, *w.roots)}
     order = tuple(by_name[el.get("name")] for el in world.iter("joint"))
     exp = MjcfExport(etree.ElementTree(root), tuple(w.tree_joints), tuple(w.aux_joints),
                      np.zeros(0), length, dict(w.body_names), w.merged, dict(w.added),
                      dict(w.inertials), {model.edge_names[k]: a[0] for k, a in w.aux.items()},
                      tuple(w.names.renamed), order, dropped,
-                     tuple(model.edge_names[k] for k in balls))
+                     tuple(model.edge_names[k] for k in balls), tuple(w.roots))
     qv = exp.qpos_of(model, np.asarray(partition.q_ref, dtype=float))
     key = etree.SubElement(etree.SubElement(root, "keyframe"), "key", name="assembled")
     key.set("qpos", vec(qv))
@@ -585,6 +627,7 @@ def _tree_bodies(w: _Writer) -> None:
         if a.joint is not None:
             damping[a.joint] = damping.get(a.joint, 0.0) + a.viscous
             friction[a.joint] = friction.get(a.joint, 0.0) + a.coulomb
+    w.depth[m.n_bodies] = 0
     for k in m.tree_edges:
         down = _up_down(m, k)[1]
         if down in w.merged or down in w.dropped:
@@ -592,12 +635,22 @@ def _tree_bodies(w: _Writer) -> None:
         chain = _chain(m, k, w.merged)
         joints = [tree_joint(m, e) for e in chain]
         offset, frames = _chain_frames(joints)
+        host = _up_down(m, chain[0])[0]
+        reroot = w.depth[host] + 1 >= REROOT_DEPTH and _reroots(w, chain)
         name = w.names.take("body", mjcf_body(rec.bodies[down].name))
         if mjcf_body(rec.bodies[down].name) != rec.bodies[down].name and name == "world.record":
             w.names.renamed.append(("body", "world", name))
-        el = etree.SubElement(w.elements[_up_down(m, chain[0])[0]], "body", name=name)
-        _pose_attrs(el, offset)
+        el = etree.SubElement(w.elements[m.n_bodies if reroot else host], "body", name=name)
+        _pose_attrs(el, offset)  # (a re-rooted body's pose comes from its free joint)
         w.elements[down], w.body_names[down] = el, name
+        w.depth[down] = 1 if reroot else w.depth[host] + 1
+        if reroot:  # module docstring, "Deep trees"
+            mj = MjJoint(w.names.take("joint", f"{name}.root"), "free", None, k, -1, root=True)
+            etree.SubElement(el, "joint", name=mj.name, type="free")
+            w.roots.append(mj)
+            w.jointed.add(down)
+            _geoms(w, down, el)
+            continue
         gimbal = gimbal_axes(m, chain, joints, frames, float(w.partition.length_scale))
         if gimbal is not None:  # three plain concurrent revolutes: one ball about the centre
             mj = MjJoint(w.names.take("joint", f"{m.edge_names[chain[0]]}.ball"), "ball",
@@ -638,6 +691,51 @@ def _joint_element(body: etree._Element, mj: MjJoint, j: Joint, nv: int, damping
         jel.set("springref", fmt(j.spring.rest))
     _set_limits(jel, j, mj.coord)
     return jel
+
+
+def _reroots(w: _Writer, chain: list[int]) -> bool:
+    """Whether the body of tree edge ``chain`` (one edge: no merged massless body) can be
+    re-rooted: its joint is written exactly as an equality (module docstring, "Deep
+    trees")."""
+    m = w.model
+    if len(chain) != 1:
+        return False
+    k = chain[0]
+    j = m.edge_joints[k]
+    ports = {n for a in m.record.actuators for n, _ in a.port_terms}
+    coupled = {n for c in m.record.couplings for n, _ in c.terms}
+    passive = (j.armature or j.damping or j.friction or j.spring.stiffness
+               or any(np.isfinite(x) for x in (*j.lower, *j.upper)))
+    return (j.type in DIRECT_CUT_TYPES and j.name not in ports and j.name not in coupled
+            and not passive and _up_down(m, k)[1] not in w.merged)
+
+
+def _root_equalities(w: _Writer, eq: etree._Element) -> None:
+    """The equality of each re-rooted body's tree joint, as for a cut joint of its type."""
+    for mj in w.roots:
+        _joint_equality(w, eq, mj.edge)
+
+
+class _RootPoses:
+    """World poses and free-joint velocity maps of re-rooted bodies at one rbc configuration
+    (:func:`rbc.model.kinematics.frame_jacobian`: the closure Jacobian's own tree recursion,
+    O(depth) per body; no dense per-model data)."""
+
+    def __init__(self, model: CompiledModel, q: np.ndarray) -> None:
+        self.model, self.q = model, np.asarray(q, dtype=float)
+
+    def _body(self, k: int) -> int:
+        return _up_down(self.model, k)[1]
+
+    def pose(self, k: int) -> pin.SE3:
+        """World pose of the down body of tree edge k."""
+        return frame_jacobian(self.model, self.q, self._body(k), pin.SE3.Identity())[0]
+
+    def velocity(self, k: int) -> np.ndarray:
+        """(6, nv): MuJoCo's free-joint velocity ``[ṗ (world); ω (body axes)]`` of the down
+        body of tree edge k."""
+        T, J = frame_jacobian(self.model, self.q, self._body(k), pin.SE3.Identity())
+        return np.vstack([J[3:], T.rotation.T @ J[:3]])  # J v = [ω; ṗ] in world axes
 
 
 def _geoms(w: _Writer, v: int, el: etree._Element) -> None:
@@ -688,13 +786,11 @@ def _equality(w: _Writer, eq: etree._Element, tag: str, name: str, s1: str, s2: 
 def _cuts(w: _Writer, eq: etree._Element, counts: dict[int, int]) -> None:
     """Equality constraints (and auxiliary bodies) for the cut joints (module docstring)."""
     m = w.model
-    length = float(w.partition.length_scale)
     for k in m.chord_edges:
         name = m.edge_names[k]
         j = m.edge_joints[k]
         b, c = int(m.parent[k]), int(m.child[k])
         A, B = m.A[k], m.B[k]
-        t = j.type
         if k in w.balls:  # a massless leaf chain and its cut: one ball (mjcf_equivalents)
             ball = w.balls[k]
             s1 = _site(w, w.elements[ball.base], f"{name}.b", ball.at_base)
@@ -702,16 +798,8 @@ def _cuts(w: _Writer, eq: etree._Element, counts: dict[int, int]) -> None:
             _equality(w, eq, "connect", name, s1, s2)
             continue
         eb, ec = w.elements[b], w.elements[c]
-        direct = direct_cut(m, k)
-        if direct and t in ("spherical", "fixed"):
-            s1, s2 = _site(w, eb, f"{name}.b", A), _site(w, ec, f"{name}.c", B)
-            _equality(w, eq, "connect" if t == "spherical" else "weld", name, s1, s2)
-        elif direct:  # revolute
-            off = pin.SE3(np.eye(3), length * np.asarray(m.kinds[k].axis))
-            for n, (Tb, Tc) in enumerate(((A, B), (A * off, B * off))):
-                s1 = _site(w, eb, f"{name}.b{n}", Tb)
-                s2 = _site(w, ec, f"{name}.c{n}", Tc)
-                _equality(w, eq, "connect", f"{name}.{n}", s1, s2)
+        if direct_cut(m, k):  # spherical, fixed or revolute, not driven
+            _joint_equality(w, eq, k)
         else:
             mjs = [MjJoint(w.names.take("joint", mj.name), mj.type, mj.axis, k, mj.coord)
                    for mj in mj_joints(m, k, j)]  # raises for helical
@@ -789,6 +877,23 @@ def _inertial_element(el: etree._Element, inertia: pin.Inertia) -> None:
                              quat=vec(sp.quat_from_rotation(V)), mass=fmt(mass),
                              diaginertia=vec(lam))
     el.insert(0, inertial)
+
+
+def _joint_equality(w: _Writer, eq: etree._Element, k: int) -> None:
+    """Edge k's joint (spherical, fixed or revolute) as equalities between sites at its
+    frames Jb (``A_k`` in the record parent) and Jc (``B_k`` in the record child)."""
+    m = w.model
+    name, t, A, B = m.edge_names[k], m.edge_joints[k].type, m.A[k], m.B[k]
+    eb, ec = w.elements[int(m.parent[k])], w.elements[int(m.child[k])]
+    if t in ("spherical", "fixed"):
+        s1, s2 = _site(w, eb, f"{name}.b", A), _site(w, ec, f"{name}.c", B)
+        _equality(w, eq, "connect" if t == "spherical" else "weld", name, s1, s2)
+    else:  # revolute: the two connects of module docstring, "Cut joints"
+        off = pin.SE3(np.eye(3), float(w.partition.length_scale) * np.asarray(m.kinds[k].axis))
+        for n, (Tb, Tc) in enumerate(((A, B), (A * off, B * off))):
+            s1 = _site(w, eb, f"{name}.b{n}", Tb)
+            s2 = _site(w, ec, f"{name}.c{n}", Tc)
+            _equality(w, eq, "connect", f"{name}.{n}", s1, s2)
 
 
 def _joint_of(w: _Writer, joint: str) -> str | None:

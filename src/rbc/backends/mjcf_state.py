@@ -7,9 +7,11 @@ coordinates are rbc's; a ball's quaternion is the body-frame rotation ``R = R_B 
 ``Q = R_Bᵀ R R_B``; a free root is rbc's layout; planar ``[x, y, θ]`` back through the
 joint's alignment; a gimbal ball that replaced three revolutes through massless bodies is
 split into its three angles by Gauss–Newton from the fallback's angles). Cut-joint
-coordinates are not in ``qpos``: they keep the fallback's values, so the result is a
-*seed* for :func:`rbc.model.closure.project`, not a closed configuration (MuJoCo's loops
-are soft and its tree coordinates are off the manifold by its constraint violation).
+coordinates, and those of tree joints the export re-rooted ("Deep trees" in
+:mod:`rbc.backends.mjcf_export`), are not in ``qpos``: they keep the fallback's values, so
+the result is a *seed* for :func:`rbc.model.closure.project`, not a closed configuration
+(MuJoCo's loops are soft and its tree coordinates are off the manifold by its constraint
+violation).
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ def tree_configuration(model: CompiledModel, exp: MjcfExport, qpos: np.ndarray,
     qpos = np.asarray(qpos, dtype=float)
     r, done = 0, set()
     for mj in exp.order:
+        if mj.root:  # a re-rooted body's free joint: its tree joint's coordinate is not in
+            r += 7  # qpos (an equality, like a cut joint): it keeps the fallback's value
+            continue
         if mj.group:
             _split_gimbal(model, mj, qpos[r: r + 4], q)
             r += 4

@@ -33,15 +33,8 @@ def bench_compile_command(
 ) -> None:
     """Compile time against loop count on generated chains of four-bar loops."""
     from rbc.bench.compile import bench_compile, cli_wall_time
-    from rbc.errors import UsageError
 
-    try:
-        sizes = [int(x) for x in loops.split(",") if x.strip()]
-    except ValueError as err:
-        raise UsageError(f"--loops: expected comma-separated integers, got '{loops}'") from err
-    if not sizes or min(sizes) < 1 or max(sizes) > MAX_BENCH_LOOPS:
-        raise UsageError(f"--loops: expected integers from 1 to {MAX_BENCH_LOOPS}, got "
-                         f"'{loops}'")
+    sizes = _loop_counts(loops, MAX_BENCH_LOOPS)
     with progress_bar() as bar:
         task = bar.add_task("compiling chains", total=len(sizes))
         rows = bench_compile(sizes, repeats, progress=lambda n: bar.advance(task))
@@ -60,6 +53,58 @@ def bench_compile_command(
     Console().print(t)
     if wall is not None:
         Console().print(f"rbc compile {record}: {wall:.3f} s wall (interpreter start included)")
+
+
+#: Largest chain of `bench export` (each N is compiled first; 500 is the issue's case).
+MAX_EXPORT_LOOPS = 10_000
+
+
+@bench_app.command("export")
+def bench_export_command(
+    loops: Annotated[str, typer.Option(help="Comma-separated loop counts N.")] =
+        "50,100,200,500",
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """MJCF export time and peak memory against loop count (chains of four-bar loops, each
+    exported in a fresh interpreter); says whether MuJoCo loads each file."""
+    from rbc.bench.export import bench_export
+
+    sizes = _loop_counts(loops, MAX_EXPORT_LOOPS)
+    with progress_bar() as bar:
+        task = bar.add_task("exporting chains", total=len(sizes))
+        rows = bench_export(sizes, progress=lambda n: bar.advance(task))
+    if as_json:
+        typer.echo(json.dumps({"chains": rows}, indent=2))
+        return
+    t = Table(title="MJCF export per loop (peer: smallest N); peak RSS of a fresh process",
+              title_justify="left")
+    for col in ("loops N", "export [s]", "per loop [ms]", "ratio to peer",
+                "peak after export [MB]", "MuJoCo load [s]", "peak after load [MB]",
+                "MuJoCo loads"):
+        t.add_column(escape(col), justify="right")
+    for r in rows:
+        t.add_row(str(r["loops"]), f"{r['export_seconds']:.3f}", f"{r['per_loop_ms']:.2f}",
+                  f"{r['ratio']:.2f}", f"{r['peak_mb_export']:.0f}",
+                  f"{r['load_seconds']:.2f}", f"{r['peak_mb_load']:.0f}",
+                  "yes" if r["loads"] else "no")
+    con = Console()
+    con.print(t)
+    for r in rows:
+        if not r["loads"]:
+            con.print(f"N = {r['loops']}: {escape(r['message'])}")
+
+
+def _loop_counts(text: str, largest: int) -> list[int]:
+    """``--loops`` as sorted positive integers up to ``largest`` (UsageError otherwise)."""
+    from rbc.errors import UsageError
+
+    try:
+        sizes = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError as err:
+        raise UsageError(f"--loops: expected comma-separated integers, got '{text}'") from err
+    if not sizes or min(sizes) < 1 or max(sizes) > largest:
+        raise UsageError(f"--loops: expected integers from 1 to {largest}, got '{text}'")
+    return sizes
 
 
 @bench_app.command("corrector")

@@ -3,7 +3,7 @@
 The MJCF file is read as XML and compiled by MuJoCo from its file-free copy
 (:func:`rbc.backends.mjcf_import.file_free_copy`: no path written in it is opened; a load
 failure is the failed check ``load`` with MuJoCo's message, a file of another model fails
-``structure``) and
+``structure``; a file that is not a regular file or is over its size limit exits 2) and
 compared with the bundle: body masses, COMs and inertia tensors against what the export
 writes (MuJoCo stores principal moments and ``body_iquat``; the tensor is rebuilt as
 ``R diag(I) Rᵀ``), joint anchors and axes in their MuJoCo bodies, armature, the closure gap

@@ -1,0 +1,104 @@
+"""``rbc bench export``: MJCF export time and peak memory against the number of loops
+(issue 13: linear in model size, a 500-loop chain under 2 GB).
+
+The mechanism is :func:`rbc.bench.compile.chain_record`'s serial chain of N four-bar loops,
+compiled (not timed). Each N is then exported in a **fresh interpreter** so its peak resident
+memory is the export's alone: the child loads the bundle, builds the document
+(:func:`rbc.backends.mjcf_export.export_mjcf` and its text: timed) and asks MuJoCo to load it
+(:func:`~rbc.backends.mjcf_export.check_loads`, what ``rbc compile --mjcf`` does before it
+writes: timed separately). Peak memory is the child's ``ru_maxrss`` (the interpreter and the
+libraries included, so an upper bound on the export's own share), read after the export and
+again after the load.
+
+The peer is the smallest N in the same run: ``ratio`` is (export time per loop at N) / (that
+at the smallest N); linear cost keeps it near 1.
+
+MuJoCo's XML parser refuses elements nested deeper than its limit (tinyxml2's
+``XML_ELEMENT_DEPTH_EXCEEDED``; measured with MuJoCo 4.0: 496 nested bodies load, 497 do
+not). MJCF nests every body in its parent, and body i of the chain's spanning tree is at depth
+≈ i, so chains beyond ≈ 490 loops are refused by MuJoCo whatever the export does; the row
+then says so (``loads: false`` with MuJoCo's message) and ``rbc compile --mjcf`` exits 2.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from rbc.bench.compile import chain_record
+
+
+def _peak_mb() -> float:
+    """Peak resident memory of this process [MB] (Linux reports ru_maxrss in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def export_once(bundle: str | Path) -> dict:
+    """Export a bundle's default partition to MJCF text and load it in MuJoCo (this process).
+
+    Returns:
+        ``{"export_seconds", "load_seconds", "peak_mb_before", "peak_mb_export",
+        "peak_mb_load", "xml_mb", "loads", "message"}`` (memory in MB of peak RSS).
+    """
+    from rbc.backends.mjcf_export import check_loads, export_mjcf
+    from rbc.errors import CompileError
+    from rbc.model.compiled import CompiledModel
+
+    model = CompiledModel.from_bundle(bundle)
+    part = model.partitions.get("default") or next(iter(model.partitions.values()))
+    before = _peak_mb()
+    t0 = time.perf_counter()
+    text = export_mjcf(model, part).to_string()
+    t1 = time.perf_counter()
+    after_export = _peak_mb()
+    loads, message = True, ""
+    try:
+        check_loads(text, str(bundle))
+    except CompileError as err:
+        loads, message = False, str(err)
+    t2 = time.perf_counter()
+    return {"export_seconds": t1 - t0, "load_seconds": t2 - t1, "peak_mb_before": before,
+            "peak_mb_export": after_export, "peak_mb_load": _peak_mb(),
+            "xml_mb": len(text.encode()) / 1e6, "loads": loads, "message": message}
+
+
+def bench_export(loops: Sequence[int], progress: Callable[[int], None] | None = None
+                 ) -> list[dict]:
+    """Compile chains of each size, export each in a fresh interpreter (module docstring).
+
+    Returns one row per N: ``{"loops", "joints", **export_once(...), "per_loop_ms",
+    "ratio"}``.
+
+    Raises:
+        subprocess.CalledProcessError: the child failed (its stderr is attached).
+    """
+    from rbc.compiler import compile_to_file
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in sorted(loops):
+            src, h5 = Path(tmp) / f"chain{n}.yaml", Path(tmp) / f"chain{n}.h5"
+            src.write_text(chain_record(n))
+            compile_to_file(src, h5)
+            out = subprocess.run([sys.executable, "-m", "rbc.bench.export", str(h5)],
+                                 check=True, capture_output=True, text=True)
+            row = {"loops": n, "joints": 4 * n, **json.loads(out.stdout)}
+            row["per_loop_ms"] = 1e3 * row["export_seconds"] / n
+            rows.append(row)
+            h5.unlink()
+            if progress:
+                progress(n)
+    base = rows[0]["per_loop_ms"]
+    for row in rows:
+        row["ratio"] = row["per_loop_ms"] / base
+    return rows
+
+
+if __name__ == "__main__":  # the child of bench_export: one bundle, JSON on stdout
+    print(json.dumps(export_once(sys.argv[1])))
