@@ -122,7 +122,7 @@ from rbc.ir.atomic import atomic_write_text
 from rbc.ir.joints import joint_kind
 from rbc.ir.record import Joint, coordinate_names
 from rbc.model.compiled import CompiledModel, Partition
-from rbc.model.kinematics import frame_jacobian
+from rbc.model.kinematics import body_poses, frame_jacobian
 from rbc.model.tree import build_tree, inertia_tensor, tree_joint
 
 #: Default integration step [s] written to ``<option timestep>``.
@@ -717,19 +717,23 @@ def _root_equalities(w: _Writer, eq: etree._Element) -> None:
 
 
 class _RootPoses:
-    """World poses and free-joint velocity maps of re-rooted bodies at one rbc configuration
-    (:func:`rbc.model.kinematics.frame_jacobian`: the closure Jacobian's own tree recursion,
-    O(depth) per body; no dense per-model data)."""
+    """World poses and free-joint velocity maps of re-rooted bodies at one rbc configuration:
+    the poses from one pass of :func:`rbc.model.kinematics.body_poses` (O(bodies)), each
+    velocity map from :func:`~rbc.model.kinematics.frame_jacobian` (O(depth)); no dense
+    per-model data."""
 
     def __init__(self, model: CompiledModel, q: np.ndarray) -> None:
         self.model, self.q = model, np.asarray(q, dtype=float)
+        self._poses: list[pin.SE3] | None = None
 
     def _body(self, k: int) -> int:
         return _up_down(self.model, k)[1]
 
     def pose(self, k: int) -> pin.SE3:
         """World pose of the down body of tree edge k."""
-        return frame_jacobian(self.model, self.q, self._body(k), pin.SE3.Identity())[0]
+        if self._poses is None:
+            self._poses = body_poses(self.model, self.q)
+        return self._poses[self._body(k)]
 
     def velocity(self, k: int) -> np.ndarray:
         """(6, nv): MuJoCo's free-joint velocity ``[ṗ (world); ω (body axes)]`` of the down

@@ -6,18 +6,17 @@ compiled (not timed). Each N is then exported in a **fresh interpreter** so its 
 memory is the export's alone: the child loads the bundle, builds the document
 (:func:`rbc.backends.mjcf_export.export_mjcf` and its text: timed) and asks MuJoCo to load it
 (:func:`~rbc.backends.mjcf_export.check_loads`, what ``rbc compile --mjcf`` does before it
-writes: timed separately). Peak memory is the child's ``ru_maxrss`` (the interpreter and the
-libraries included, so an upper bound on the export's own share), read after the export and
-again after the load.
+writes: timed separately). Peak memory is the child's resident high-water mark (Linux
+``VmHWM``; the interpreter and the libraries included, so an upper bound on the export's own
+share), read after the export and again after the load.
 
 The peer is the smallest N in the same run: ``ratio`` is (export time per loop at N) / (that
 at the smallest N); linear cost keeps it near 1.
 
-MuJoCo's XML parser refuses elements nested deeper than its limit (tinyxml2's
-``XML_ELEMENT_DEPTH_EXCEEDED``; measured with MuJoCo 4.0: 496 nested bodies load, 497 do
-not). MJCF nests every body in its parent, and body i of the chain's spanning tree is at depth
-≈ i, so chains beyond ≈ 490 loops are refused by MuJoCo whatever the export does; the row
-then says so (``loads: false`` with MuJoCo's message) and ``rbc compile --mjcf`` exits 2.
+MuJoCo's XML parser refuses bodies nested deeper than 496 (MuJoCo 4.0) and body i of the
+chain's spanning tree is ≈ i deep: the export re-roots such subtrees on the world
+(:mod:`rbc.backends.mjcf_export`, "Deep trees"), so every N loads; a row whose file MuJoCo
+refuses says so (``loads: false`` with MuJoCo's message), as ``rbc compile --mjcf`` exits 2.
 """
 
 from __future__ import annotations
@@ -35,7 +34,15 @@ from rbc.bench.compile import chain_record
 
 
 def _peak_mb() -> float:
-    """Peak resident memory of this process [MB] (Linux reports ru_maxrss in KiB)."""
+    """Peak resident memory of this process image [MB]: Linux's ``VmHWM`` (ru_maxrss keeps
+    the high-water mark of the process before ``exec``, i.e. of the parent at fork, so it
+    would report the parent's compile); ru_maxrss where /proc is not available."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return float(line.split()[1]) / 1024.0  # kB
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
