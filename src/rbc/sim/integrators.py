@@ -100,7 +100,9 @@ def rk_step(rhs: Rhs, tab: Tableau, y: np.ndarray, h: float, k1: np.ndarray
         StepFailure: a stage evaluation failed.
     """
     s = tab.c.size
-    k = np.empty((s, y.size))
+    # zeros, not empty: the FSAL tableau's propagated weights include the last stage (with
+    # weight 0) before it is evaluated, and 0 × an uninitialised NaN is NaN
+    k = np.zeros((s, y.size))
     k[0] = k1
     last = s - 1 if tab.fsal else s
     for i in range(1, last):
