@@ -209,6 +209,59 @@ def test_interrupt_during_simulate_output_leaves_the_previous_result(tmp_path, c
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # no temporary left
 
 
+def test_a_failing_export_leaves_no_bundle_behind(tmp_path, capsys):
+    """-o, --mjcf and --pinocchio are staged and renamed into place together."""
+    out = tmp_path / "f.h5"
+    out.write_text("previous")
+    code, _, err = run(capsys, "compile", RECORDS / "fourbar.yaml", "-o", out, "--pinocchio",
+                       tmp_path / "pin", "--mjcf", tmp_path / "no" / "f.xml")
+    assert code == 2 and "--mjcf" in err and "does not exist" in err
+    assert out.read_text() == "previous"
+    import rbc.backends.pinocchio as pin
+
+    def broken(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    try:
+        pin.write_pinocchio_from_bundle, saved = broken, pin.write_pinocchio_from_bundle
+        code, _, err = run(capsys, "compile", RECORDS / "fourbar.yaml", "-o", out, "--mjcf",
+                           tmp_path / "f.xml", "--pinocchio", tmp_path / "pin")
+    finally:
+        pin.write_pinocchio_from_bundle = saved
+    assert code == 130
+    assert out.read_text() == "previous"  # the bundle and the MJCF were staged, then dropped
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.h5"]
+
+
+def test_outputs_never_replace_devices_or_fifos(tmp_path, capsys, fourbar):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for argv in (("compile", RECORDS / "fourbar.yaml", "-o", fifo),
+                 ("verify", fourbar, "--samples", 2, "--json", fifo),
+                 ("view", fourbar, "--save", fifo)):
+        code, _, err = run(capsys, *argv)
+        assert code == 2 and "is a FIFO" in err, err
+    assert os.path.exists(fifo) and not os.path.isfile(fifo)
+
+
+def test_plan_out_is_a_directory_output(tmp_path, capsys, fourbar):
+    bundle = _copy(fourbar, tmp_path / "log.h5")  # plan writes a log.h5 of its own
+    keep = digest(bundle)
+    argv = ("plan", bundle, "--task", "joint:A", "--to", "1.2", "--duration", 0.05)
+    code, _, err = run(capsys, *argv, "--out", tmp_path)
+    assert code == 2 and "holds the input BUNDLE" in err
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    code, _, err = run(capsys, *argv, "--out", mine)
+    assert code == 2 and "not written by rbc" in err
+    code, _, err = run(capsys, *argv, "--out", tmp_path / "p")
+    assert code == 0, err
+    assert sorted(p.name for p in (tmp_path / "p").iterdir()) == [
+        ".rbc-output", "log.h5", "plan.png", "reference.csv", "summary.json"]
+    assert digest(bundle) == keep
+
+
 # ------------------------------------------------------------------ 4. resources
 
 
@@ -276,6 +329,12 @@ def test_dev_zero_and_fifos_as_inputs(tmp_path, capsys, fourbar):
         assert code == 2, argv
         assert "rbc reads regular files only" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
+
+
+def test_worker_count_is_bounded(capsys):
+    code, _, err = run(capsys, "walk", "batch", "--samples", 1, "--strides", 1, "--workers",
+                       10**7)
+    assert code == 2 and "--workers 10000000: expected 1 to 256" in err
 
 
 def test_step_count_beyond_memory_is_refused_before_allocating(capsys, fourbar):

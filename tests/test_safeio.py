@@ -7,6 +7,7 @@ import io
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -219,6 +220,49 @@ def test_atomic_directory_replaces_only_its_own_outputs(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="exists and is not a directory"):
         with safeio.atomic_directory(afile):
             pass
+
+
+def test_staged_outputs_appear_together_or_not_at_all(tmp_path: Path) -> None:
+    a, b, d = tmp_path / "a.h5", tmp_path / "b.xml", tmp_path / "pin"
+    a.write_text("previous a")
+    with pytest.raises(RuntimeError), safeio.staged_outputs():
+        safeio.atomic_write_text(a, "new a")
+        assert a.read_text() == "previous a"  # staged, not yet in place …
+        assert safeio.staged_path(a).read_text() == "new a"  # … but readable back
+        with safeio.atomic_directory(d) as tmp:
+            (tmp / "x.urdf").write_text("x")
+        raise RuntimeError("the second export fails")
+    assert a.read_text() == "previous a" and not d.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.h5"]  # no temporary left
+    with safeio.staged_outputs():
+        safeio.atomic_write_text(a, "new a")
+        safeio.atomic_write_text(b, "b")
+        with safeio.atomic_directory(d) as tmp:
+            (tmp / "x.urdf").write_text("x")
+    assert a.read_text() == "new a" and b.read_text() == "b" and (d / "x.urdf").is_file()
+    assert safeio.staged_path(a) == a
+
+
+def test_devices_fifos_and_directories_are_never_replaced(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    targets = [fifo, tmp_path]
+    try:  # a device node like /dev/null: renaming a file over it (as root) destroys it
+        dev = tmp_path / "null"
+        os.mknod(dev, 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+        targets.append(dev)
+    except PermissionError:
+        pass
+    link = tmp_path / "to-pipe"
+    link.symlink_to(fifo)
+    for target in [*targets, link]:
+        with pytest.raises(InputError, match="is a (FIFO|character device|directory)"):
+            safeio.atomic_write_text(target, "x")
+        with pytest.raises(UsageError, match="^-o .*is a"):
+            safeio.check_outputs({}, {"-o": target})
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and link.is_symlink()
+    with pytest.raises(UsageError, match="the directory .* does not exist"):
+        safeio.check_outputs({}, {"-o": tmp_path / "no" / "x.h5"})
 
 
 def test_stale_temporaries_of_killed_runs_are_cleaned(tmp_path: Path) -> None:

@@ -152,6 +152,11 @@ def scheduler_address(option: str | None = None) -> str | None:
     return None
 
 
+#: Most worker processes of a local cluster (a mistyped ``--workers 1000000`` would
+#: otherwise fork until the machine stops).
+MAX_LOCAL_WORKERS = 256
+
+
 @dataclass
 class Cluster:
     """An open Dask client (or none, for synchronous runs) and what it is."""
@@ -172,12 +177,13 @@ def cluster(scheduler: str | None = None, workers: int | None = None) -> Iterato
 
     Raises:
         SchedulerError: the address does not answer within :data:`CONNECT_TIMEOUT` s.
-        UsageError: ``workers`` < 1.
+        UsageError: ``workers`` outside 1..:data:`MAX_LOCAL_WORKERS`.
     """
     from rbc.errors import UsageError
 
-    if workers is not None and workers < 1:
-        raise UsageError(f"--workers {workers}: expected at least 1 worker process")
+    if workers is not None and not 1 <= workers <= MAX_LOCAL_WORKERS:
+        raise UsageError(f"--workers {workers}: expected 1 to {MAX_LOCAL_WORKERS} worker "
+                         "processes")
     address = scheduler_address(scheduler)
     if address == SYNCHRONOUS:
         yield Cluster(None, SYNCHRONOUS)

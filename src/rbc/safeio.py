@@ -16,7 +16,9 @@ all. The mechanisms (docs/architecture.md, "Untrusted files and outputs"):
   target directory, then rename), :func:`atomic_directory` (a temporary sibling directory
   renamed into place; an existing target is replaced only if rbc wrote it), stale
   temporaries of killed runs removed by the next write to the same target
-  (:func:`clean_stale`), :func:`check_outputs` (no output may be an input, another output,
+  (:func:`clean_stale`), the several outputs of one command renamed into place together
+  (:func:`staged_outputs`), no device, FIFO or socket ever replaced
+  (:func:`check_writable_target`), :func:`check_outputs` (no output may be an input, another output,
   or inside a directory output), :func:`safe_basename` (names from file content never
   become paths).
 * **Numbers from the command line**: :func:`check_number` (finite, in range, the option
@@ -644,6 +646,31 @@ def _output_dir(target: Path) -> Path:
     return directory
 
 
+def check_writable_target(target: str | Path) -> None:
+    """Refuse a file output whose existing target is not a regular file (or a link to one,
+    or a dangling link — the link itself is replaced, never followed).
+
+    A directory, device, FIFO or socket is never replaced: renaming a file over
+    ``/dev/null`` as root would destroy the device node, and over a FIFO would swap the
+    pipe a reader waits on for a file.
+
+    Raises:
+        InputError: naming the target and what it is.
+    """
+    t = Path(target)
+    try:
+        st = os.stat(t)
+    except OSError:
+        return  # missing, or a dangling link: a new file
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(t, "", "is a directory", expected="a file path for the output")
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(t, "", f"is {_file_kind(st.st_mode)}; rbc writes outputs as regular "
+                         "files (written beside the target and renamed into place) and never "
+                         "replaces a device, FIFO or socket", expected="a file path for the "
+                         "output")
+
+
 def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
     """Create ``path`` atomically; ``write(tmp)`` fills the temporary file ``tmp``.
 
@@ -654,14 +681,14 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
     removed first (:func:`clean_stale`).
 
     Raises:
-        InputError: the output directory does not exist.
+        InputError: the output directory does not exist, or the target exists and is not a
+            regular file (:func:`check_writable_target`).
         OSError: it is not writable (the command line reports the path, exit 2).
         Whatever ``write`` raises (nothing is left behind).
     """
     target = Path(path)
     _output_dir(target)
-    if target.is_dir():
-        raise InputError(target, "", "is a directory", expected="a file path for the output")
+    check_writable_target(target)
     clean_stale(target)
     tmp = _sibling(target)
     try:
@@ -669,11 +696,76 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
         os.close(fd)
         write(tmp)
         os.chmod(tmp, default_mode())
-        os.replace(tmp, target)
+        if not _defer(target, tmp, lambda: os.replace(tmp, target)):
+            os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     return target
+
+
+class _Stage:
+    """The outputs of one :func:`staged_outputs` block: target → (temporary, install)."""
+
+    def __init__(self) -> None:
+        self.pending: dict[Path, tuple[Path, Callable[[], None]]] = {}
+
+
+_stages: list[_Stage] = []
+
+
+def _defer(target: Path, tmp: Path, install: Callable[[], None]) -> bool:
+    """Register a finished temporary with the innermost staging block (False: none)."""
+    if not _stages:
+        return False
+    stage = _stages[-1]
+    key = Path(os.path.abspath(target))
+    if key in stage.pending:  # written twice in one command: the later one wins
+        _remove(stage.pending.pop(key)[0])
+    stage.pending[key] = (tmp, install)
+    return True
+
+
+def staged_path(target: str | Path) -> Path:
+    """Where the staged content of ``target`` is until its :func:`staged_outputs` block
+    completes (``target`` itself outside one, or if it was not written in it) — for a
+    command that reads back one of its own outputs (``rbc compile --mjcf`` exports the
+    bundle it just wrote)."""
+    key = Path(os.path.abspath(target))
+    for stage in reversed(_stages):
+        if key in stage.pending:
+            return stage.pending[key][0]
+    return Path(target)
+
+
+@contextmanager
+def staged_outputs() -> Iterator[None]:
+    """All-or-nothing across the several outputs of one command (``rbc compile -o … --mjcf
+    … --pinocchio …``).
+
+    Inside the block, :func:`atomic_write` and :func:`atomic_directory` leave each finished
+    output in its temporary sibling; when the block completes they are all renamed into
+    place together, and if it raises (an interrupt too) every temporary is removed and no
+    target changes — a failing later export never leaves an earlier output of the same run
+    beside the previous ones.
+    """
+    stage = _Stage()
+    _stages.append(stage)
+    try:
+        yield
+    except BaseException:
+        for tmp, _ in stage.pending.values():
+            _remove(tmp)
+        raise
+    finally:
+        _stages.remove(stage)
+    try:
+        for key in list(stage.pending):
+            stage.pending[key][1]()
+            del stage.pending[key]
+    finally:
+        for tmp, _ in stage.pending.values():
+            _remove(tmp)
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
@@ -744,20 +836,26 @@ def atomic_directory(target: str | Path, option: str = "--out") -> Iterator[Path
         (tmp / OUTPUT_MARKER).write_text("written by rbc; this directory is replaced whole by "
                                          "the next run writing it\n", encoding="utf-8")
         os.chmod(tmp, default_mode(directory=True))
-        if t.is_dir():
-            check_replaceable(t, option)  # still ours (it may have changed meanwhile)
-            if _exchange(tmp, t):
-                _remove(tmp)  # tmp now holds the previous output
-            else:
-                old = _sibling(t, "old")
-                os.replace(t, old)
-                os.replace(tmp, t)
-                _remove(old)
-        else:
-            os.replace(tmp, t)
+        if not _defer(t, tmp, lambda: _install_directory(tmp, t, option)):
+            _install_directory(tmp, t, option)
     except BaseException:
         _remove(tmp)
         raise
+
+
+def _install_directory(tmp: Path, t: Path, option: str) -> None:
+    """Rename the finished directory ``tmp`` into place at ``t`` (module docstring)."""
+    if t.is_dir():
+        check_replaceable(t, option)  # still ours (it may have changed meanwhile)
+        if _exchange(tmp, t):
+            _remove(tmp)  # tmp now holds the previous output
+        else:
+            old = _sibling(t, "old")
+            os.replace(t, old)
+            os.replace(tmp, t)
+            _remove(old)
+    else:
+        os.replace(tmp, t)
 
 
 def _identity(p: Path) -> tuple[Path, tuple[int, int] | None]:
@@ -772,9 +870,12 @@ def _identity(p: Path) -> tuple[Path, tuple[int, int] | None]:
 def check_outputs(inputs: Mapping[str, str | Path | None],
                   outputs: Mapping[str, str | Path | None],
                   directories: Iterable[str] = ()) -> None:
-    """Refuse outputs that would destroy an input or another output of the same command.
+    """Refuse outputs that would destroy an input or another output of the same command,
+    and outputs that cannot be written, before any work is done.
 
-    Paths are compared after resolving links (and by device and inode when they exist, so
+    A file output needs an existing directory and may not be a directory, device, FIFO or
+    socket (:func:`check_writable_target`); a directory output must be replaceable
+    (:func:`check_replaceable`). Paths are compared after resolving links (and by device and inode when they exist, so
     hard links count). An output may not be an input, another output, nor lie inside a
     directory output; a directory output (options named in ``directories``) may not
     contain an input.
@@ -785,7 +886,7 @@ def check_outputs(inputs: Mapping[str, str | Path | None],
         directories: the names in ``outputs`` that are directory outputs.
 
     Raises:
-        UsageError: naming both options.
+        UsageError: naming the option (and the input or other output).
     """
     ins = {k: _identity(Path(v)) for k, v in inputs.items() if v is not None}
     outs = {k: _identity(Path(v)) for k, v in outputs.items() if v is not None}
@@ -812,6 +913,20 @@ def check_outputs(inputs: Mapping[str, str | Path | None],
                     and not same(outs[o], outs[other]):
                 raise UsageError(f"{o} {outputs[o]}: lies inside the directory output "
                                  f"{other} {outputs[other]}, which is replaced whole")
+    for name, value in outputs.items():  # then each target must be usable, before any work
+        if value is None:
+            continue
+        target = Path(value)
+        if name in directories:
+            check_replaceable(target, name)
+            continue
+        parent = target.parent if str(target.parent) else Path(".")
+        if not parent.is_dir():
+            raise UsageError(f"{name} {target}: the directory {parent} does not exist")
+        try:
+            check_writable_target(target)
+        except InputError as err:
+            raise UsageError(f"{name} {err}") from None
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")

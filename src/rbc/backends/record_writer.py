@@ -187,8 +187,7 @@ def write_record(result: ImportResult, output: str | Path,
         where = f"imported as {err.path}" if err.path else "the imported record"
         raise ModelImportError(source or out, where, err.problem, expected=err.expected,
                                choices=err.choices) from None
-    out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out, text)
+    atomic_write_text(out, text)  # (its directory must exist: nothing is created beside it)
     return text
 
 

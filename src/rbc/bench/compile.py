@@ -88,12 +88,24 @@ def bench_compile(
 
 
 def cli_wall_time(record: Path, repeats: int = 3) -> float:
-    """Best wall time [s] of ``rbc compile RECORD`` in a fresh interpreter (start included)."""
+    """Best wall time [s] of ``rbc compile RECORD`` in a fresh interpreter (start included).
+
+    Raises:
+        UsageError: the record does not compile (with the child's message, which names
+            the file and field).
+    """
+    from rbc.errors import UsageError
+
     best = float("inf")
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(repeats):
             t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "rbc.cli.main", "compile", str(record),
-                            "-o", str(Path(tmp) / "out.h5")], check=True, capture_output=True)
+            done = subprocess.run([sys.executable, "-m", "rbc.cli.main", "compile",
+                                   str(record), "-o", str(Path(tmp) / "out.h5")],
+                                  capture_output=True, text=True)
+            if done.returncode != 0:
+                message = done.stderr.strip().splitlines() or [f"status {done.returncode}"]
+                raise UsageError(f"--record {record}: does not compile: "
+                                 + message[0].removeprefix("error: "))
             best = min(best, time.perf_counter() - t0)
     return best

@@ -49,7 +49,7 @@ def compile_command(
     from rbc.ir.summary import summarize
     from rbc.model.modes import parse_mode_request
     from rbc.passes.rank import parse_partition_request
-    from rbc.safeio import check_outputs, check_replaceable
+    from rbc.safeio import check_outputs, check_replaceable, staged_outputs, staged_path
 
     out = output or Path(record.stem + ".h5")
     check_outputs({"RECORD": record}, {"-o": out, "--mjcf": mjcf, "--pinocchio": pinocchio},
@@ -60,19 +60,21 @@ def compile_command(
     if modes not in (None, "all"):
         raise UsageError(f"--modes {modes}: valid choices: all (name single modes with --mode)")
     mode_requests = tuple(parse_mode_request(m) for m in mode or ())
-    bundle = compile_record(record, out, verify=not no_verify, dump_after=dump_after or (),
-                            partitions=requests, length_scale=length_scale,
-                            modes=mode_requests, all_modes=modes == "all")
     err = Console(stderr=True, highlight=False, soft_wrap=True)
-    if mjcf is not None:
-        from rbc.backends.mjcf_export import write_mjcf_from_bundle
+    with staged_outputs():  # the bundle and its exports appear together or not at all
+        bundle = compile_record(record, out, verify=not no_verify,
+                                dump_after=dump_after or (), partitions=requests,
+                                length_scale=length_scale, modes=mode_requests,
+                                all_modes=modes == "all")
+        if mjcf is not None:
+            from rbc.backends.mjcf_export import write_mjcf_from_bundle
 
-        for note in write_mjcf_from_bundle(out, mjcf).notes():
-            err.print(f"note: {mjcf}: {note}", markup=False)
-    if pinocchio is not None:
-        from rbc.backends.pinocchio import write_pinocchio_from_bundle
+            for note in write_mjcf_from_bundle(staged_path(out), mjcf).notes():
+                err.print(f"note: {mjcf}: {note}", markup=False)
+        if pinocchio is not None:
+            from rbc.backends.pinocchio import write_pinocchio_from_bundle
 
-        write_pinocchio_from_bundle(out, pinocchio)
+            write_pinocchio_from_bundle(staged_path(out), pinocchio)
     for note in bundle.notes:
         err.print(f"note: {note}", highlight=False, markup=False)
     for name, text in bundle.dumps:

@@ -35,9 +35,9 @@ def _finish(result, output: Path, model: Path, overlay: Path | None = None) -> N
 
     if overlay is not None:
         result = apply_overlay(result, overlay)
+    write_record(result, output, model)  # (an error comes alone, before any warning)
     for w in result.warnings:
         typer.echo(f"warning: {w}", err=True)
-    write_record(result, output, model)
     rec = result.record
     typer.echo(f"imported {rec['name']}: {len(rec['bodies'])} bodies, {len(rec['joints'])} "
                f"joints, {len(rec.get('actuators', []))} actuators, "

@@ -62,15 +62,15 @@ def plan_command(
     from rich.console import Console
     from rich.progress import BarColumn, TextColumn, TimeRemainingColumn
 
-    from rbc.errors import UsageError
     from rbc.model.compiled import CompiledModel
     from rbc.model.dynamics import DynamicsModel
     from rbc.model.solve import get_partition, parse_assignment, solve_named
+    from rbc.safeio import check_outputs, check_replaceable
     from rbc.tasks.plan import plan, summary, write_plan
     from rbc.tasks.request import build
 
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out}: exists and is not a directory")
+    check_outputs({"BUNDLE": bundle}, {"--out": out}, directories=["--out"])
+    check_replaceable(out, "--out")  # before the work, not after it
     req = task_request(task, to, duration, kx, stroke_preference, relax, speed_scale)
     model = CompiledModel.from_bundle(bundle)
     part = get_partition(model, partition)

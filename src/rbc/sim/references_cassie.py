@@ -70,8 +70,10 @@ def write_reference(bundle: str | Path, out: str | Path) -> None:
     head = ("# Cassie (rbc import mjcf agility_cassie/cassie.xml), pelvis fixed: 4 s "
             "squat-and-swing\n# of the actuated joints; written by `python -m "
             "rbc.sim.references_cassie BUNDLE OUT`\n")
-    Path(out).write_text(head + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None,
-                                               width=100))
+    from rbc.safeio import atomic_write_text
+
+    atomic_write_text(out, head + yaml.safe_dump(doc, sort_keys=False,
+                                                 default_flow_style=None, width=100))
 
 
 if __name__ == "__main__":

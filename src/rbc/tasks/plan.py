@@ -27,7 +27,6 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from rbc.ir.atomic import atomic_write, atomic_write_text
 from rbc.model.closure import ClosureError
 from rbc.model.compiled import Partition
 from rbc.model.dynamics import DynamicsData, DynamicsModel
@@ -207,27 +206,31 @@ def _finite(x: float) -> float | None:
 
 def write_plan(res: PlanResult, out_dir: str | Path, *, sample_dt: float = DEFAULT_SAMPLE_DT,
                bundle: str = "") -> list[Path]:
-    """Write ``reference.csv``, ``log.h5``, ``summary.json`` and ``plan.png`` (each file
-    atomically) into out_dir; returns their paths.
+    """Write ``reference.csv``, ``log.h5``, ``summary.json`` and ``plan.png`` into the
+    directory out_dir, all-or-nothing (:func:`rbc.safeio.atomic_directory`: a temporary
+    sibling renamed into place, so an interrupt leaves the previous plan, never a mix of
+    two); returns their final paths.
 
     Raises:
         TaskError: sample_dt is not a positive multiple of the plan's step.
+        UsageError: out_dir exists and is a file or a non-empty directory rbc did not write.
     """
+    from rbc.safeio import atomic_directory
+
     dt = float(res.attrs["dt"])
     every = int(round(sample_dt / dt))
     if every < 1 or abs(every * dt - sample_dt) > 1e-9 * sample_dt:
         raise TaskError(f"--sample-dt {sample_dt:g} must be a positive multiple of --dt {dt:g}")
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     idx = np.arange(0, res.time.size, every)
     if idx[-1] != res.time.size - 1:
         idx = np.append(idx, res.time.size - 1)
     lines = ["time," + ",".join(res.independent)]
     lines += [",".join(repr(float(v)) for v in (res.time[i], *res.x[i])) for i in idx]
-    paths = [atomic_write_text(out / "reference.csv", "\n".join(lines) + "\n")]
-
-    def h5(tmp: Path) -> None:
-        with h5py.File(tmp, "w") as f:
+    names = ("reference.csv", "log.h5", "summary.json", "plan.png")
+    with atomic_directory(out, "--out") as tmp:
+        (tmp / "reference.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        with h5py.File(tmp / "log.h5", "w") as f:
             for key in ("time", "q", "x", "u", "e", "value", "desired", "phi", "strokes",
                         "active", "slack", "relaxed"):
                 f.create_dataset(key, data=getattr(res, key))
@@ -237,13 +240,11 @@ def write_plan(res: PlanResult, out_dir: str | Path, *, sample_dt: float = DEFAU
             f.attrs["partition"] = res.partition
             for key, value in res.attrs.items():
                 f.attrs[key] = value
-
-    paths.append(atomic_write(out / "log.h5", h5))
-    doc = {"bundle": bundle, **summary(res), "reference": str(out / "reference.csv"),
-           "sample_dt": sample_dt}
-    paths.append(atomic_write_text(out / "summary.json", json.dumps(doc, indent=2) + "\n"))
-    paths.append(_plot(res, out / "plan.png", bundle))
-    return paths
+        doc = {"bundle": bundle, **summary(res), "reference": str(out / "reference.csv"),
+               "sample_dt": sample_dt}
+        (tmp / "summary.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        _plot(res, tmp / "plan.png", bundle)
+    return [out / name for name in names]
 
 
 def _plot(res: PlanResult, path: Path, bundle: str) -> Path:
@@ -280,6 +281,7 @@ def _plot(res: PlanResult, path: Path, bundle: str) -> Path:
     fig.suptitle(f"{Path(bundle).stem}: plan of {res.attrs['task']}")
     fig.tight_layout()
     try:
-        return atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
+        fig.savefig(path, format="png", dpi=100)
     finally:
         plt.close(fig)
+    return path
