@@ -19,19 +19,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rbc import safeio
+from rbc.bench import hostile
 from rbc.errors import InputError, RbcError, UsageError
 
 # bounded for CI: each property runs at most this many examples, none over 2 s
 FUZZ = settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
 
 
-def alias_bomb(levels: int = 9, fan: int = 9) -> str:
-    """A YAML document whose alias tree expands to fan**levels leaves (9⁹ ≈ 3.9e8)."""
-    lines = ["a0: &a0 [" + ", ".join(["x"] * fan) + "]"]
-    for i in range(1, levels):
-        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * fan) + "]")
-    lines.append(f"top: [*a{levels - 1}]")
-    return "\n".join(lines) + "\n"
+alias_bomb = hostile.alias_bomb  # (a YAML alias tree of 9⁹ leaves, shared with the bench)
 
 
 # ------------------------------------------------------------------------------ reading

@@ -875,10 +875,10 @@ def check_outputs(inputs: Mapping[str, str | Path | None],
 
     A file output needs an existing directory and may not be a directory, device, FIFO or
     socket (:func:`check_writable_target`); a directory output must be replaceable
-    (:func:`check_replaceable`). Paths are compared after resolving links (and by device and inode when they exist, so
-    hard links count). An output may not be an input, another output, nor lie inside a
-    directory output; a directory output (options named in ``directories``) may not
-    contain an input.
+    (:func:`check_replaceable`). Paths are compared after resolving links (and by device
+    and inode when they exist, so hard links count). An output may not be an input,
+    another output, nor lie inside a directory output; a directory output (options named
+    in ``directories``) may not contain an input.
 
     Args:
         inputs: option or argument name → input path (None entries are skipped).

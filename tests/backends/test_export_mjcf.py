@@ -153,6 +153,8 @@ def test_unsupported_joint_fails_without_partial_file(tmp, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "helical" in err
     assert not xml.exists() and not list(tmp.glob(".screw.xml.*"))
+    assert not (tmp / "screw.h5").exists()  # the outputs of one run are all-or-nothing
+    assert main(["compile", str(rec), "-o", str(tmp / "screw.h5")]) == 0
     with pytest.raises(CompileError, match="helical"):
         export_mjcf(CompiledModel.from_bundle(tmp / "screw.h5"),
                     CompiledModel.from_bundle(tmp / "screw.h5").partitions["default"])

@@ -95,6 +95,8 @@ def test_unsupported_cut_is_rejected_without_output(bundles, capsys):
     code = main(["compile", str(rec), "-o", str(tmp / "pcut.h5"), "--pinocchio", str(out)])
     assert code == 2 and "prismatic" in capsys.readouterr().err
     assert not out.exists() and not list(tmp.glob(".pcut_pin.*"))
+    assert not (tmp / "pcut.h5").exists()  # the outputs of one run are all-or-nothing
+    assert main(["compile", str(rec), "-o", str(tmp / "pcut.h5")]) == 0
     kin = CompiledModel.from_bundle(tmp / "pcut.h5")
     with pytest.raises(PinocchioExportError, match="'P' is prismatic"):
         write_pinocchio(kin, kin.partitions["default"], out)

@@ -52,6 +52,7 @@ def _mutated(src, tmp_path, pick: int, value: str, drop: bool) -> tuple:
 
 def _run(capsys, tmp_path, kind, path, *extra) -> None:
     out = tmp_path / "out" / "rec.yaml"
+    out.parent.mkdir(exist_ok=True)  # (rbc creates no directory for a file output)
     before = hashlib.sha256(path.read_bytes()).hexdigest()
     listing = sorted(p.name for p in tmp_path.iterdir())
     code = main(["import", kind, str(path), "-o", str(out), *map(str, extra)])

@@ -277,3 +277,50 @@ def bench_simulate_command(
     for label, cell in lines:  # escape: "[s]" would be read as rich markup
         t.add_row(escape(label), *(cell(w) for w in rows.values()))
     con.print(t)
+
+
+@bench_app.command("hostile")
+def bench_hostile_command(
+    cases: Annotated[list[str] | None, typer.Argument(
+        help="Case names (default: all; --list shows them).")] = None,
+    list_cases: Annotated[bool, typer.Option("--list", help="List the cases and exit.")
+                          ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """The hostile inputs of issue #14, each run by rbc in a fresh interpreter: exit status,
+    message, wall time and peak memory against a valid run (exit 1 if a case misbehaves)."""
+    from rich.progress import BarColumn, TextColumn
+
+    from rbc.bench.hostile import CASES, run_cases
+    from rbc.errors import UsageError
+
+    if list_cases:
+        for c in CASES:
+            typer.echo(f"{c.name:24s} class {c.group}  {c.what}")
+        return
+    with progress_bar(TextColumn("{task.description}"), BarColumn()) as bar:
+        task = bar.add_task("hostile cases", total=len(cases or CASES))
+        try:
+            outcomes = run_cases(cases, progress=lambda c: (bar.update(
+                task, description=c.name), bar.advance(task)))
+        except ValueError as err:
+            raise UsageError(f"unknown case(s) {err}; valid choices: "
+                             + ", ".join(c.name for c in CASES)) from None
+    if as_json:
+        typer.echo(json.dumps([{"case": o.case.name, "class": o.case.group,
+                                "what": o.case.what, "exit": o.code,
+                                "expected_exit": o.case.code, "peak_mib": o.peak_mib,
+                                "seconds": o.seconds, "message": o.message, "ok": o.ok}
+                               for o in outcomes], indent=2))
+    else:
+        t = Table(title="hostile inputs (peer: a valid `rbc inspect`)", title_justify="left")
+        for col in ("case", "class", "exit", "peak [MiB]", "wall [s]", "message"):
+            t.add_column(escape(col), justify="right" if col in ("exit", "peak [MiB]",
+                                                                 "wall [s]") else "left")
+        for o in outcomes:
+            flag = "" if o.ok else " (UNEXPECTED)"
+            t.add_row(o.case.name, str(o.case.group), f"{o.code}{flag}", f"{o.peak_mib:.0f}",
+                      f"{o.seconds:.1f}", escape(o.message[:90]))
+        Console().print(t)
+    if not all(o.ok for o in outcomes):
+        raise typer.Exit(1)

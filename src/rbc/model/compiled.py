@@ -20,6 +20,7 @@ import pinocchio as pin
 from rbc.errors import BundleError
 from rbc.ir import spatial as sp
 from rbc.ir.bundle import BundleData, groups_under, read_bundle
+from rbc.ir.derived import record_datasets
 from rbc.ir.graph import frozen_array
 from rbc.ir.joints import JointKind, joint_kind
 from rbc.ir.modules import Modules
@@ -469,10 +470,13 @@ def read_partition(data: BundleData, group: str, name: str) -> Partition:
 def check_against_record(data: BundleData, record: Record) -> None:
     """The stored structure of a bundle is a valid compilation of its record.
 
-    Checked (each failure names the dataset): the edges are the record's joints then its
-    root edges, with their types, ends and coordinate counts; the tree edges and the cut
-    joints split the edges, the tree is a spanning tree in depth-first order (every body
-    has one parent edge, reached after its parent's) with signs matching its direction;
+    Checked (each failure names the dataset): the datasets that are functions of the record
+    alone (bodies' mass, COM and inertia, edge frames and axes, interfaces:
+    :func:`rbc.ir.derived.record_datasets`) equal their values from the record; the edges
+    are the record's joints then its root edges, with their types, ends and coordinate
+    counts; the tree edges and the cut joints split the edges, the tree is a spanning tree
+    in depth-first order (every body has one parent edge, reached after its parent's) with
+    signs matching its direction;
     each closure path is a simple chain of tree edges from the cut joint's parent to its
     child; each module lists its rows and variables truthfully and every cut joint and
     coupling is in exactly one module; the coordinate offsets tile q and v in tree order,
@@ -506,6 +510,14 @@ def check_against_record(data: BundleData, record: Record) -> None:
             raise data.error(path, "differs from the record's joints and root edges")
     nq_e = np.array([JOINT_COORDINATES[t][0] for t in types], dtype=np.int64)
     nv_e = np.array([JOINT_COORDINATES[t][1] for t in types], dtype=np.int64)
+    for path, want in record_datasets(record, E).items():
+        got = data.strings(path) if isinstance(want, list) else data.array(path)
+        if isinstance(want, list):
+            same = got == want
+        else:
+            same = got.shape == want.shape and np.array_equal(got, want, equal_nan=True)
+        if not same:
+            raise data.error(path, "differs from the value the stored record gives")
 
     tree = data.array("/forest/tree_edges").tolist()
     chords = data.array("/chords/edge").tolist()

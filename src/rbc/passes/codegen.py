@@ -18,7 +18,8 @@ import numpy as np
 
 import rbc
 from rbc.ir.bundle import BUNDLE_SCHEMA, BundleData
-from rbc.ir.record import Pose, Record, coordinate_names
+from rbc.ir.derived import csr, record_datasets
+from rbc.ir.record import Record, coordinate_names
 from rbc.model.modes import model_for
 from rbc.passes.base import check
 from rbc.passes.rank import Partitioned
@@ -31,44 +32,11 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
-def _pose7(p: Pose) -> list[float]:
-    return [*p.xyz, *p.quat]
-
-
-def _csr(groups: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
-    ptr = np.concatenate([[0], np.cumsum([len(g) for g in groups], dtype=np.int64)])
-    flat = np.array([x for g in groups for x in g], dtype=np.int64)
-    return ptr.astype(np.int64), flat
-
-
 def normalized_record(record: Record) -> str:
     """The record IR as canonical JSON (SI units, quaternions, defaults filled in)."""
     data = dataclasses.asdict(record)
     data.pop("text", None)
     return json.dumps(data, sort_keys=True, default=str)
-
-
-def edge_geometry(record: Record, n_edges: int) -> dict[str, np.ndarray]:
-    """Per-edge attachment frames and axes; root edges get identity frames.
-
-    Returns arrays: ``parent_frame``, ``child_frame`` (E, 7) ``[x y z w qx qy qz]``,
-    ``axis`` (E, 3), ``axes`` (E, 2, 3) (NaN where not applicable), ``lead`` (E,) m/rev.
-    """
-    identity = _pose7(Pose())
-    pf = np.array([identity] * n_edges)
-    cf = pf.copy()
-    axis = np.full((n_edges, 3), np.nan)
-    axes = np.full((n_edges, 2, 3), np.nan)
-    lead = np.full(n_edges, np.nan)
-    for k, j in enumerate(record.joints):
-        pf[k], cf[k] = _pose7(j.parent_frame), _pose7(j.child_frame)
-        if j.axis is not None:
-            axis[k] = j.axis
-        if j.axes is not None:
-            axes[k] = j.axes
-        if j.lead is not None:
-            lead[k] = j.lead
-    return {"parent_frame": pf, "child_frame": cf, "axis": axis, "axes": axes, "lead": lead}
 
 
 def put_partition(out: BundleData, grp: str, p) -> None:
@@ -115,21 +83,12 @@ class Codegen:
         out.put("/record/normalized", normalized_record(rec))
 
         out.put("/bodies/name", list(g.body_names))
-        out.put("/bodies/kind", [b.kind for b in rec.bodies])
-        out.put("/bodies/mass", np.array([b.mass for b in rec.bodies], dtype=float))
-        out.put("/bodies/com", np.array([b.com for b in rec.bodies], dtype=float).reshape(-1, 3))
-        out.put("/bodies/inertia",
-                np.array([b.inertia for b in rec.bodies], dtype=float).reshape(-1, 6))
-
         out.attr("/graph", n_bodies=g.n_bodies, n_joints=g.n_joints, world=g.world,
                  components=g.components, cycle_rank=g.cycle_rank)
         out.put("/graph/edge_name", list(g.edge_names))
         out.put("/graph/edge_type", list(g.edge_types))
         for name in ("parent", "child", "nq", "nv", "keep", "prefer_cut", "component"):
             out.put(f"/graph/{name}", getattr(g, name))
-        for name, arr in edge_geometry(rec, g.n_edges).items():
-            out.put(f"/graph/{name}", arr)
-
         out.put("/forest/tree_edges", np.array(f.tree_edges, dtype=np.int64))
         out.put("/forest/chords", np.array(f.chords, dtype=np.int64))
         out.put("/forest/forced_cuts", np.array(f.forced_cuts, dtype=np.int64))
@@ -148,7 +107,7 @@ class Codegen:
         out.put("/chords/path_sign", sign)
 
         for name in ("chords", "couplings", "edges", "inputs"):
-            p, flat = _csr([getattr(m, name) for m in mods.modules])
+            p, flat = csr([getattr(m, name) for m in mods.modules])
             out.put(f"/modules/{name}_ptr", p)
             out.put(f"/modules/{name}", flat)
         out.put("/modules/rows", np.array([m.rows for m in mods.modules], dtype=np.int64))
@@ -184,47 +143,8 @@ class Codegen:
             out.put(f"{grp}/supports", list(m.supports))
             out.put(f"{grp}/anchors", m.anchors)
 
-        edges = rec.joint_index()
-        bodies = rec.body_index()
-        out.put("/interfaces/actuators/name", [a.name for a in rec.actuators])
-        out.put("/interfaces/actuators/edge",
-                np.array([edges[a.joint] if a.joint is not None else -1
-                          for a in rec.actuators], dtype=np.int64))
-        ptr, flat = _csr([tuple(edges[n] for n, _ in a.port_terms) for a in rec.actuators])
-        out.put("/interfaces/actuators/terms_ptr", ptr)
-        out.put("/interfaces/actuators/terms_edge", flat)
-        out.put("/interfaces/actuators/terms_coef",
-                np.array([c for a in rec.actuators for _, c in a.port_terms], dtype=float))
-        out.put("/interfaces/actuators/kind", [a.kind for a in rec.actuators])
-        out.put("/interfaces/actuators/port", [a.describe() for a in rec.actuators])
-        out.put("/interfaces/actuators/transmission", [a.transmission.type for a in rec.actuators])
-        out.put("/interfaces/actuators/reduction",
-                np.array([a.transmission.reduction for a in rec.actuators], dtype=float))
-        out.put("/interfaces/actuators/rotor_inertia",
-                np.array([a.rotor_inertia for a in rec.actuators], dtype=float))
-        out.put("/interfaces/actuators/effort_limits", np.array(
-            [a.effort_limits or (-np.inf, np.inf) for a in rec.actuators], dtype=float
-        ).reshape(-1, 2))
-        out.put("/interfaces/tasks/name", [t.name for t in rec.tasks])
-        out.put("/interfaces/tasks/kind", [t.kind for t in rec.tasks])
-        out.put("/interfaces/tasks/body",
-                np.array([bodies[t.body] for t in rec.tasks], dtype=np.int64))
-        out.put("/interfaces/tasks/frame",
-                np.array([_pose7(t.pose) for t in rec.tasks], dtype=float).reshape(-1, 7))
-        out.put("/interfaces/couplings/name", [c.name for c in rec.couplings])
-        sup = rec.supports
-        out.put("/interfaces/supports/name", [x.name for x in sup])
-        out.put("/interfaces/supports/kind", [x.kind for x in sup])
-        out.put("/interfaces/supports/body",
-                np.array([bodies[x.body] for x in sup], dtype=np.int64))
-        out.put("/interfaces/supports/frame",
-                np.array([_pose7(x.pose) for x in sup], dtype=float).reshape(-1, 7))
-        out.put("/interfaces/supports/friction", np.array([x.friction for x in sup], dtype=float))
-        out.put("/interfaces/supports/normal",
-                np.array([x.normal for x in sup], dtype=float).reshape(-1, 3))
-        out.put("/interfaces/supports/half_extents", np.array(
-            [x.half_extents or (0.0, 0.0) for x in sup], dtype=float).reshape(-1, 2))
-        out.put("/interfaces/supports/radius", np.array([x.radius for x in sup], dtype=float))
+        for path, value in record_datasets(rec, g.n_edges).items():  # bodies, geometry,
+            out.put(path, value)  # interfaces: checked against the record when read
         return out
 
     def verify(self, data: BundleData) -> None:
