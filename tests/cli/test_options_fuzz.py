@@ -79,6 +79,8 @@ SHORT: dict[str, list[str]] = {
     "bench compile": ["--loops", "10", "--repeats", "1"],
     "bench corrector": ["--steps", "2"],
     "bench dynamics": ["--states", "1"],
+    "bench api": ["--states", "1", "--rounds", "1"],
+    "bench hostile": ["--list"],
     "bench simulate": ["--reference", "{i}/ref.csv", "--duration", "0.01", "--backends",
                        "reduced"],
     "import mjcf": ["-o", "out.yaml"],
