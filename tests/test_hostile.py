@@ -381,6 +381,18 @@ def test_bad_numeric_options_name_the_option(capsys, fourbar, argv):
     assert option in err
 
 
+@pytest.mark.parametrize("extra, option", [
+    (("--controller", "passive", "--kp", "A=3"), "--kp"),
+    (("--controller", "passive", "--zeta", "0.5"), "--zeta"),
+    (("--controller", "passive", "--to", "1"), "--to"),
+    (("--controller", "passive", "--kx", "5"), "--kx"),
+    (("--backend", "mujoco", "--controller", "passive", "--rtol", "1e-6"), "--rtol"),
+])
+def test_ignored_options_are_refused(capsys, fourbar, extra, option):
+    code, _, err = run(capsys, "simulate", fourbar, "--duration", 0.01, *extra)
+    assert code == 2 and err.startswith(f"error: {option}"), err
+
+
 # ------------------------------------------------------------------ 6. silently accepted
 
 

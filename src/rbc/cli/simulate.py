@@ -118,6 +118,13 @@ def simulate_command(
     if out is not None:
         check_replaceable(out, "--out")
     req = None
+    ignored = [name for name, value, default in (
+        ("--to", to, None), ("--kx", kx, "2"), ("--stroke-preference", stroke_preference, 0.0),
+        ("--relax", relax, "none"), ("--speed-scale", speed_scale, 1.0))
+        if value not in (default, [], ())]
+    if ignored and not task:  # (they would be silently ignored)
+        raise UsageError(f"{', '.join(ignored)}: task options; give --controller task with "
+                         "--task NAME, or drop them")
     if task:
         if duration is None:
             raise UsageError("--task needs --duration (the duration of the task's path) [s]")

@@ -271,6 +271,13 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
         if given:
             raise UsageError(f"{', '.join(given)} applies to the reduced backend only; the "
                              f"{opts.backend} backend integrates with its own scheme")
+    if opts.controller == "passive":  # gains the passive plant would silently ignore
+        defaults = SimOptions()
+        given = [f"--{k}" for k in ("bandwidth", "zeta", "kp", "kd")
+                 if getattr(opts, k) != getattr(defaults, k)]
+        if given:
+            raise UsageError(f"{', '.join(given)}: the passive controller applies no gains; "
+                             "drop them or give --controller pd, pd+ff or task")
     if opts.reference is not None and (opts.initial or opts.velocity):
         raise UsageError("--set/--velocity conflict with --reference: the reference's first "
                          "knot fixes the initial state")
