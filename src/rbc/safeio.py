@@ -817,8 +817,9 @@ def atomic_directory(target: str | Path, option: str = "--out") -> Iterator[Path
     renamed into place (an existing target — an earlier rbc output or an empty directory —
     is swapped out atomically where the system allows and then removed). If the block
     raises (an interrupt too) the temporary directory is removed and the target is left as
-    it was, never a mix of two runs. Parent directories are created; temporaries of killed
-    earlier runs are removed first.
+    it was, never a mix of two runs. Parent directories are created, except through a
+    ``..`` component (``sub/../out`` never creates ``sub``); temporaries of killed earlier
+    runs are removed first.
 
     Raises:
         UsageError: :func:`check_replaceable` refuses the target.
@@ -827,6 +828,8 @@ def atomic_directory(target: str | Path, option: str = "--out") -> Iterator[Path
     t = Path(target)
     check_replaceable(t, option)
     parent = t.parent if str(t.parent) else Path(".")
+    if ".." in parent.parts and not parent.is_dir():  # never create `sub` for sub/../out
+        raise UsageError(f"{option} {t}: the directory {parent} does not exist")
     parent.mkdir(parents=True, exist_ok=True)
     clean_stale(t)
     tmp = _sibling(t)
