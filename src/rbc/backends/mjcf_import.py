@@ -360,6 +360,10 @@ def _geometry(ctx: _Ctx, body: _Body, meshes: dict[str, tuple[str, list[float] |
             continue
         size = _nums(ctx, g, a, "size", None, [])
         fromto = _nums(ctx, g, a, "fromto", 6)
+        need = {"capsule": 1 if fromto is not None else 2, "cylinder": 1 if fromto is not None
+                else 2, "sphere": 1, "box": 3}.get(kind, 0)
+        if len(size) < need:
+            raise ctx.error(g, f"{kind} geom needs {need} size values, got {len(size)}")
         entry: dict = {"type": kind}
         if kind in ("capsule", "cylinder"):
             entry["radius"] = size[0]
