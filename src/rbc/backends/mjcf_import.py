@@ -360,8 +360,9 @@ def _geometry(ctx: _Ctx, body: _Body, meshes: dict[str, tuple[str, list[float] |
             continue
         size = _nums(ctx, g, a, "size", None, [])
         fromto = _nums(ctx, g, a, "fromto", 6)
-        need = {"capsule": 1 if fromto is not None else 2, "cylinder": 1 if fromto is not None
-                else 2, "sphere": 1, "box": 3}.get(kind, 0)
+        need = {"capsule": 2, "cylinder": 2, "sphere": 1, "box": 3}.get(kind, 0)
+        if kind in ("capsule", "cylinder") and fromto is not None:
+            need = 1  # the length comes from fromto
         if len(size) < need:
             raise ctx.error(g, f"{kind} geom needs {need} size values, got {len(size)}")
         entry: dict = {"type": kind}

@@ -104,19 +104,16 @@ def _stamp(plant, part, exp, m, d, dm, dd, log, i: int, h: float) -> dict:
     from rbc.model.closure import project
     from rbc.model.dynamics import actuator_efforts, reduced_terms
     from rbc.model.kinematics import body_poses, closure_jacobian
+    from rbc.model.partition import numerical_rank
     from rbc.model.solve import solve
 
+    S = _port_selector(plant, part)
     seed = tree_configuration(plant, exp, log["q"][i], part.q_ref)
-    q = solve(plant, part, _port_targets(plant, part, log["ports"][i]),
-              project(plant, seed)).q
-    C = closure_jacobian(plant, q)[1]
-    sv = np.linalg.svd(C, compute_uv=False)
-    rank = int(np.sum(sv > sv[0] * 1e-9)) if sv.size else 0  # the rank pass's RANK_TOL
-    u = _independent_speeds(plant, part, q, dm, dd, log["port_rates"][i])
-    t = reduced_terms(dm, dd, part, q, u)
-    du = _independent_speeds(plant, part, q, dm, dd,
-                             (log["port_rates"][i + 1] - log["port_rates"][i]) / h)
-    f = actuator_efforts(dm, t, du)
+    q = solve(plant, part, dict(zip(part.independent.tolist(), S @ log["ports"][i],
+                                    strict=True)), project(plant, seed)).q
+    rank = numerical_rank(np.linalg.svd(closure_jacobian(plant, q)[1], compute_uv=False))
+    t = reduced_terms(dm, dd, part, q, S @ log["port_rates"][i])
+    f = actuator_efforts(dm, t, S @ (log["port_rates"][i + 1] - log["port_rates"][i]) / h)
     d.qpos[:], d.qvel[:] = log["q"][i], log["v"][i]
     mujoco.mj_forward(m, d)
     mujoco.mj_subtreeVel(m, d)
@@ -124,8 +121,7 @@ def _stamp(plant, part, exp, m, d, dm, dd, log, i: int, h: float) -> dict:
     origin = max((float(np.linalg.norm(poses[v].translation - d.xpos[
         mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, n)])) for v, n in exp.body_names.items()),
         default=0.0)
-    tm = dm.tree
-    pd = tm.model.createData()
+    tm, pd = dm.tree, dd.pin_data  # the terms are taken: the scratch data can be reused
     qp, vp = tm.q_pin(q[: plant.nq_tree]), tm.v_pin(t.v[: plant.nv_tree])
     pin.ccrba(tm.model, pd, qp, vp)
     mass = float(pd.Ig.mass)
@@ -139,31 +135,23 @@ def _stamp(plant, part, exp, m, d, dm, dd, log, i: int, h: float) -> dict:
             "force_residual": (f - log["control/effort"][i]).tolist()}
 
 
-def _port_targets(plant, part, ports: np.ndarray) -> dict[int, float]:
-    """``{independent v-index: value}`` of measured one-term ports ``ℓ = c q``.
+def _port_selector(plant, part) -> np.ndarray:
+    """S (n_u, n_act) with ``u = S ℓ`` (and ``u̇ = S ℓ̈``): every port is one term ``ℓ = c q``
+    on an independent coordinate, so the measured lengths, rates and accelerations are the
+    independent coordinates scaled (the reconstruction prescribes them).
 
     Raises:
-        ValueError: a port is not one term on an independent coordinate (the reconstruction
-            prescribes the measured lengths as the independent coordinates).
+        ValueError: a port is not one term on an independent coordinate.
     """
-    ind = {int(j) for j in part.independent}
-    out = {}
-    for a, ell in zip(plant.record.actuators, ports, strict=True):
+    col = {int(j): k for k, j in enumerate(part.independent)}
+    S = np.zeros((len(col), len(plant.record.actuators)))
+    for i, a in enumerate(plant.record.actuators):
         terms = tuple(a.port_terms)
         j = plant.v_slice(plant.edge(terms[0][0])).start if len(terms) == 1 else -1
-        if j not in ind:
+        if j not in col:
             raise ValueError(f"{plant.record.name}: port of {a.name} is not independent")
-        out[j] = float(ell) / terms[0][1]
-    return out
-
-
-def _independent_speeds(plant, part, q, dm, dd, port_rates: np.ndarray) -> np.ndarray:
-    """u (n_u,) with ``L u = ℓ̇`` (L = J_ℓ E square: the ports are the independent set)."""
-    from rbc.model.dynamics import lift_at
-    from rbc.model.interfaces import actuator_map
-
-    L = actuator_map(plant, lift_at(dm, dd, part, q).E, q)
-    return np.linalg.solve(L, np.asarray(port_rates, dtype=float))
+        S[col[j], i] = 1.0 / terms[0][1]
+    return S
 
 
 def run(ctx) -> Outcome:

@@ -87,10 +87,11 @@ def _frame_pose(entry: dict | None):
 
 
 def _frame_entry(T) -> dict:
+    """The record frame document ``{xyz, quat}`` of a ``pin.SE3`` (identity parts omitted)."""
     from rbc.ir import spatial as sp
+    from rbc.ir.render import pose_document
 
-    return {"xyz": [float(x) for x in T.translation],
-            "quat": [float(x) for x in sp.quat_from_rotation(T.rotation)]}
+    return pose_document(sp.pose_from_se3(T))
 
 
 def reexpress(doc: dict, body: str, xyz, rpy) -> dict:
@@ -122,8 +123,7 @@ def reexpress(doc: dict, body: str, xyz, rpy) -> dict:
                 j[key] = _frame_entry(Ti * _frame_pose(j.get(key)))
     for t in out.get("tasks", []):
         if t["body"] == body:
-            pose = _frame_pose({k: t[k] for k in ("xyz", "rpy", "quat") if k in t})
-            t.pop("rpy", None)
+            pose = _frame_pose({k: t.pop(k) for k in ("xyz", "rpy", "quat") if k in t})
             t.update(_frame_entry(Ti * pose))
     return out
 
