@@ -41,7 +41,7 @@ from rbc.model.dynamics import (
     lift_at,
     reduced_terms,
 )
-from rbc.model.interfaces import actuator_displacement, actuator_map, port_unit
+from rbc.model.interfaces import actuator_map, port_unit, port_values
 from rbc.model.kinematics import residual
 from rbc.model.modes import model_for
 from rbc.model.partition import curvature
@@ -513,7 +513,7 @@ class Model:
 
         s = self._own(state, "state")
         L = actuator_map(self.compiled, self._lift_of(s).E, s.q)
-        return Ports(self._actuators, actuator_displacement(self.compiled, s.q), L @ s.u, L,
+        return Ports(self._actuators, port_values(self.compiled, s.q), L @ s.u, L,
                      tuple(port_unit(self.compiled, i) for i in range(self._nact)))
 
     def task_jacobian(self, state: State, task: str) -> TaskJacobian:
@@ -719,7 +719,8 @@ class Model:
             _array(w.wrench, (6,), f"wrench on '{w.body}': wrench")
             if len(self._checked) >= MAX_CHECKED:
                 self._checked.clear()
-            self._checked[id(w)] = w  # kept alive here, so its id is not reused
+            if isinstance(w.point, tuple) and isinstance(w.wrench, tuple):  # immutable only:
+                self._checked[id(w)] = w  # an array field can change in place; kept alive
             out.append(w)
         return tuple(out)
 

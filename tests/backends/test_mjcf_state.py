@@ -104,6 +104,6 @@ def test_tree_configuration_inverts_qpos_of(tmp_path, name):
 def test_wrong_length_is_refused(tmp_path):
     model = _compiled(tmp_path, "fourbar")
     exp = export_mjcf(model, model.partitions["default"])
-    with pytest.raises(ValueError, match="qpos has"):
-        tree_configuration(model, exp, np.zeros(exp.qpos.size + 1),
-                           model.partitions["default"].q_ref)
+    for n in (exp.qpos.size + 1, exp.qpos.size - 1):  # too long, and short on a joint border
+        with pytest.raises(ValueError, match="qpos has"):
+            tree_configuration(model, exp, np.zeros(n), model.partitions["default"].q_ref)

@@ -15,7 +15,7 @@ from rbc.backends.mjcf_export import export_mjcf
 from rbc.cli.main import main
 from rbc.compiler import compile_to_file
 from rbc.model.compiled import CompiledModel
-from rbc.model.interfaces import actuator_displacement, port_jacobian
+from rbc.model.interfaces import port_jacobian, port_values
 from rbc.sim.backends import BackendError, backend_class
 from tests.conftest import EXTERNAL, RECORDS
 
@@ -59,7 +59,7 @@ def test_tendon_port_and_coupling(panda):
     q = model.partitions["default"].q_ref.copy()
     f1, f2 = (model.q_offset[model.edge(n)] for n in ("finger_joint1", "finger_joint2"))
     q[f1], q[f2] = 0.01, 0.03
-    assert actuator_displacement(model, q)[-1] == pytest.approx(0.02, abs=1e-15)
+    assert port_values(model, q)[-1] == pytest.approx(0.02, abs=1e-15)
     J = port_jacobian(model)
     assert J[-1, model.v_offset[model.edge("finger_joint1")]] == 0.5
     # seven arm speeds and one finger speed; the partition keeps the arm independent

@@ -42,6 +42,10 @@ def _composition_datasets(path) -> list[str]:
     ("composition/modes/stand/level2/w", lambda a: a + 10_000, "level2/w"),
     ("composition/modes/stand/level2/independent", lambda a: a[::-1].copy(), "partition"),
     ("composition/links/a_frame", lambda a: a * np.array([1, 1, 1, 2, 1, 1, 1]), "quaternion"),
+    ("composition/modes/stand/anchors", lambda a: a * np.array([1, 1, 1, 0, 0, 0, 0]),
+     "quaternion"),  # a zero support-anchor quaternion (was a traceback in verify/forces)
+    ("composition/modes/stand/partition/rows", lambda a: np.r_[a[:1], a[:1], a[2:]],
+     "distinct rows"),  # a repeated row (was a singular lift and a traceback in forces)
     ("composition/members/h2/placement", lambda a: a + np.array([0, 0, 0.1, 0, 0, 0, 0]),
      None),  # a forged placement is a different (valid) system: it must load or refuse
 ])

@@ -24,7 +24,7 @@ from tests.passes.util import front_text
 def _declare(text: str, joints: list[str]) -> str:
     """The record text with ``cut: required`` added to the named joints (block style)."""
     for name in joints:
-        text, n = re.subn(rf"(\n  - name: {name}\n)", rf"\1    cut: required\n", text)
+        text, n = re.subn(rf"(\n  - name: {name}\n)", r"\1    cut: required\n", text)
         assert n == 1, name
     return text
 

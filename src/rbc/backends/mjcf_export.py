@@ -264,6 +264,20 @@ def velocity_block(joint: Joint, q: np.ndarray, B: pin.SE3) -> np.ndarray:
     return P
 
 
+def gimbal_angles(model: CompiledModel, mj: MjJoint, q: np.ndarray) -> np.ndarray:
+    """(3,) the angles [rad] of the three revolutes a gimbal ball ``mj`` replaced, from q."""
+    return np.array([float(q[model.q_slice(e)][0]) for e in mj.group])
+
+
+def gimbal_map(mj: MjJoint, th: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(R, J)`` of a gimbal ball at angles th (3,): its rotation ``R = exp(u₁θ₁) exp(u₂θ₂)
+    exp(u₃θ₃)`` (3, 3) and the body-frame angular-velocity columns
+    ``J = [R₃ᵀR₂ᵀu₁, R₃ᵀu₂, u₃]`` (3, 3), ``ω = J θ̇``."""
+    Rs = [sp.exp3(u * float(t)) for u, t in zip(mj.axes, th, strict=True)]
+    J = np.column_stack([Rs[2].T @ Rs[1].T @ mj.axes[0], Rs[2].T @ mj.axes[1], mj.axes[2]])
+    return Rs[0] @ Rs[1] @ Rs[2], J
+
+
 @dataclass(frozen=True, eq=False)
 class MjcfExport:
     """The exported document and the maps needed to read it back.
@@ -314,10 +328,7 @@ class MjcfExport:
                 T = poses.pose(mj.edge)
                 out.append(np.concatenate([T.translation, sp.quat_from_rotation(T.rotation)]))
             elif mj.group:
-                R = np.eye(3)
-                for e, u in zip(mj.group, mj.axes, strict=True):
-                    R = R @ sp.exp3(u * float(q[model.q_slice(e)][0]))
-                out.append(sp.quat_from_rotation(R))
+                out.append(sp.quat_from_rotation(gimbal_map(mj, gimbal_angles(model, mj, q))[0]))
             elif mj.edge not in done:
                 done.add(mj.edge)
                 j, B = edge_joint(model, mj.edge)
@@ -334,10 +345,7 @@ class MjcfExport:
             if mj.root:  # [ṗ world; ω body] of the re-rooted body
                 blocks.append([(0, poses.velocity(mj.edge))])
             elif mj.group:
-                Rs = [sp.exp3(u * float(q[model.q_slice(e)][0]))
-                      for e, u in zip(mj.group, mj.axes, strict=True)]
-                cols = np.column_stack([Rs[2].T @ Rs[1].T @ mj.axes[0], Rs[2].T @ mj.axes[1],
-                                        mj.axes[2]])
+                cols = gimbal_map(mj, gimbal_angles(model, mj, q))[1]
                 blocks.append([(model.v_slice(e).start, cols[:, [n]])
                                for n, e in enumerate(mj.group)])
             elif mj.edge not in done:

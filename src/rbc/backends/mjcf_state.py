@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rbc.backends.mjcf_export import MjcfExport, edge_joint
+from rbc.backends.mjcf_export import MjcfExport, edge_joint, gimbal_angles, gimbal_map
 from rbc.ir import spatial as sp
 from rbc.ir.joints import joint_kind
 from rbc.model.compiled import CompiledModel
@@ -43,10 +43,14 @@ def tree_configuration(model: CompiledModel, exp: MjcfExport, qpos: np.ndarray,
         (nq,) q: tree coordinates from qpos, the rest from ``fallback``.
 
     Raises:
-        ValueError: ``qpos`` does not have the export's length.
+        ValueError: ``qpos`` does not have the export's length, or a gimbal split does not
+            converge.
     """
     q = np.array(fallback, dtype=float)
     qpos = np.asarray(qpos, dtype=float)
+    if qpos.shape != exp.qpos.shape:
+        raise ValueError(f"qpos has {qpos.size} entries; the export of {model.record.name} "
+                         f"has {exp.qpos.size}")
     r, done = 0, set()
     for mj in exp.order:
         if mj.root:  # a re-rooted body's free joint: its tree joint's coordinate is not in
@@ -62,13 +66,8 @@ def tree_configuration(model: CompiledModel, exp: MjcfExport, qpos: np.ndarray,
         j, B = edge_joint(model, mj.edge)
         sl = model.q_slice(mj.edge)
         n = {"spherical": 4, "free": 7, "planar": 3}.get(j.type, sl.stop - sl.start)
-        if r + n > qpos.size:
-            break
         q[sl] = _joint_q(j, qpos[r: r + n], B)
         r += n
-    if r != qpos.size:
-        raise ValueError(f"qpos has {qpos.size} entries; the export of {model.record.name} "
-                         f"has {r}")
     return q
 
 
@@ -83,19 +82,28 @@ def _joint_q(j, x: np.ndarray, B) -> np.ndarray:
 
 
 def _split_gimbal(model: CompiledModel, mj, quat: np.ndarray, q: np.ndarray) -> None:
-    """Angles θ of ``R = exp(u₁θ₁) exp(u₂θ₂) exp(u₃θ₃)`` into q (in place), from q's
-    angles (Gauss–Newton on ``log(R(θ)ᵀ R)``, body-frame Jacobian columns of
-    :meth:`MjcfExport.velocity_map`)."""
+    """Angles θ of ``R = exp(u₁θ₁) exp(u₂θ₂) exp(u₃θ₃)`` into q (in place): Gauss–Newton on
+    ``log(R(θ)ᵀ R)`` with the body-frame columns of :func:`~rbc.backends.mjcf_export.
+    gimbal_map`, from q's angles; each angle is then taken within π of its start (the
+    same rotation, the turn nearest the fallback).
+
+    Raises:
+        ValueError: no convergence in :data:`GIMBAL_ITERATIONS` (a gimbal lock on the way).
+    """
     target = sp.rotation_from_quat(quat)
-    th = np.array([float(q[model.q_slice(e)][0]) for e in mj.group])
+    th0 = gimbal_angles(model, mj, q)
+    th = th0.copy()
     for _ in range(GIMBAL_ITERATIONS):
-        Rs = [sp.exp3(u * t) for u, t in zip(mj.axes, th, strict=True)]
-        R = Rs[0] @ Rs[1] @ Rs[2]
+        R, J = gimbal_map(mj, th)
         err = sp.log3(R.T @ target)
         if np.abs(err).max() < GIMBAL_TOL:
             break
-        J = np.column_stack([Rs[2].T @ Rs[1].T @ mj.axes[0], Rs[2].T @ mj.axes[1], mj.axes[2]])
         th += np.linalg.lstsq(J, err, rcond=None)[0]
+    else:
+        raise ValueError(f"{model.record.name}: the gimbal of {mj.name} does not split into "
+                         f"its three angles from {th0.tolist()} (residual "
+                         f"{np.abs(err).max():.3g} rad)")
+    th = th0 + np.angle(np.exp(1j * (th - th0)))
     for e, t in zip(mj.group, th, strict=True):
         q[model.q_slice(e)] = t
 

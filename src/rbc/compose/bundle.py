@@ -28,22 +28,20 @@ from rbc.ir.bundle import (
     PARTITION_LAYOUT,
     BundleData,
     check_layout,
+    check_poses,
     open_hdf5,
     read_bundle,
     read_embedded_bundle,
     write_bundle,
 )
+from rbc.ir.derived import pose7
 from rbc.ir.record import Joint, Pose
-from rbc.model.compiled import CompiledModel, read_partition
+from rbc.model.compiled import CompiledModel, check_partition, read_partition
 from rbc.safeio import read_bytes
 
 #: Layout version of ``/composition``.
 COMPOSITION_BUNDLE = 1
 GROUP = "/composition"
-
-
-def _pose7(p: Pose) -> list[float]:
-    return [*p.xyz, *p.quat]
 
 
 def composed_bundle(comp: Composition, member_files: list[Path]) -> BundleData:
@@ -69,9 +67,9 @@ def composed_bundle(comp: Composition, member_files: list[Path]) -> BundleData:
     out.put(f"{GROUP}/links/a_body", [j.parent for j in links])
     out.put(f"{GROUP}/links/b_body", [j.child for j in links])
     out.put(f"{GROUP}/links/a_frame",
-            np.array([_pose7(j.parent_frame) for j in links], dtype=float).reshape(-1, 7))
+            np.array([pose7(j.parent_frame) for j in links], dtype=float).reshape(-1, 7))
     out.put(f"{GROUP}/links/b_frame",
-            np.array([_pose7(j.child_frame) for j in links], dtype=float).reshape(-1, 7))
+            np.array([pose7(j.child_frame) for j in links], dtype=float).reshape(-1, 7))
     out.put(f"{GROUP}/mode_names", list(comp.modes))
     for name, md in comp.modes.items():
         g = f"{GROUP}/modes/{name}"
@@ -148,16 +146,10 @@ MODE_INT_ATTRS = ("nq", "nv", "n_bodies", "n_chords", "member_chords", "speeds",
                   "level1_speeds")
 
 
-#: A stored quaternion's norm may differ from 1 by this much (written from unit
-#: quaternions; a few ulps of rounding).
-QUAT_TOL = 1e-9
-
-
 def _pose(data: BundleData, path: str, x: np.ndarray) -> Pose:
     """A stored ``[x y z qw qx qy qz]`` (finite, checked by the layout) with a unit
-    quaternion."""
-    if abs(float(np.linalg.norm(x[3:])) - 1.0) > QUAT_TOL:
-        raise data.error(path, f"quaternion {x[3:].tolist()} is not of unit norm")
+    quaternion (:func:`rbc.ir.bundle.check_poses`)."""
+    check_poses(data, path, x)
     return Pose(tuple(float(c) for c in x[:3]), tuple(float(c) for c in x[3:]))
 
 
@@ -170,9 +162,9 @@ def _mode(data: BundleData, flat: CompiledModel, links: dict[str, Joint], name: 
         data.number(g, key, int)
     nq, nv = int(data.number(g, "nq")), int(data.number(g, "nv"))
     supports = data.strings(f"{g}/supports")
+    w_all = data.array(f"{g}/level2/w")
     sizes = {"k": len(supports), "nv": nv, "nq": nq, "K": K,
-             "W": data.array(f"{g}/level2/w").shape[0] if data.array(f"{g}/level2/w").ndim
-             else -1}
+             "W": w_all.shape[0] if w_all.ndim else -1}
     check_layout(data, g, MODE_LAYOUT, sizes)
     check_layout(data, f"{g}/partition", PARTITION_LAYOUT, sizes)
     known = {x.name for x in flat.record.supports}
@@ -204,13 +196,11 @@ def _mode(data: BundleData, flat: CompiledModel, links: dict[str, Joint], name: 
         raise data.error(f"{l2}/rows", "rows must be as many as the dependent speeds, among "
                          f"the chord rows, inside 0..{n_rows - 1}")
     part = read_partition(data, f"{g}/partition", name)
-    both = np.concatenate([part.independent, part.dependent])
-    if np.unique(both).size != nv or both.size != nv or part.q_ref.shape != (nq,) or (
-            part.rows.size and (part.rows.min() < 0 or part.rows.max() >= n_rows)) or (
-            part.rank != part.dependent.size) or not np.array_equal(part.independent,
-                                                                     w[ind]):
-        raise data.error(f"{g}/partition", "not a split of the mode model's speeds whose "
-                         "independent speeds are the composer's")
+    check_partition(data, flat, part, nv=nv, n_rows=n_rows, group=f"{g}/partition")
+    if part.q_ref.shape != (nq,) or not np.array_equal(part.independent, w[ind]):
+        raise data.error(f"{g}/partition", "its reference configuration or independent speeds "
+                         "are not the mode model's and the composer's")
+    check_poses(data, f"{g}/anchors", data.array(f"{g}/anchors"))
     level2 = Level2(w, tuple(slice(int(ptr[i]), int(ptr[i + 1])) for i in range(K)),
                     chord_rows, rows, ind, dep)
     return ComposedMode(name, tuple(supports), tuple(mode_links),

@@ -36,11 +36,14 @@ from rbc.ir.record import Pose
 # the record reader's helpers: one set of YAML and field rules for records and compositions
 from rbc.ir.schema import (  # noqa: PLC2701
     FRAME_REF_KEYS,
+    _check_unique,
+    _choice,
     _Ctx,
     _items,
     _load,
     _pose,
     _Reader,
+    _ref,
     _string,
 )
 from rbc.safeio import read_text
@@ -124,22 +127,10 @@ def _names(ctx: _Ctx, path: str, value: Any) -> tuple[str, ...]:
 
 def _frame_ref(ctx: _Ctx, path: str, value: Any, members: dict[str, int]) -> FrameRef:
     r = _Reader(ctx, path, value, ("member", "body", *FRAME_REF_KEYS))
-    member = r.get("member", _string)
-    if member not in members:
-        raise ctx.error(r.at("member"), f"unknown member '{member}'", choices=list(members),
-                        got=member)
+    member = _ref(ctx, r.at("member"), r.get("member", _string), members, "member")
     frame = r.get("frame", _string, None)
     pose = Pose() if frame is not None else _pose(r)
     return FrameRef(member, r.get("body", _string), frame, pose)
-
-
-def _unique(ctx: _Ctx, section: str, names: list[str]) -> None:
-    seen: dict[str, int] = {}
-    for i, n in enumerate(names):
-        if n in seen:
-            raise ctx.error(f"{section}[{i}].name", f"duplicate name '{n}' (already used by "
-                            f"{section}[{seen[n]}])", expected=f"unique names among {section}")
-        seen[n] = i
 
 
 def parse_composition_text(text: str, source: str = "<string>") -> CompositionSpec:
@@ -166,16 +157,16 @@ def parse_composition_text(text: str, source: str = "<string>") -> CompositionSp
     if not members:
         raise ctx.error("members", "missing or empty 'members'",
                         expected="a list of member robots")
-    _unique(ctx, "members", [m.name for m in members])
+    _check_unique(ctx, "members", [m.name for m in members])
     index = {m.name: i for i, m in enumerate(members)}
     links = []
     for path, value in _items(top, "links"):
         r = _Reader(ctx, path, value, ("name", "type", "a", "b"))
-        kind = r.get("type", lambda c, p, v: _choice(c, p, v, tuple(LINK_TYPES)))
+        kind = r.get("type", _choice(tuple(LINK_TYPES)))
         a = r.get("a", lambda c, p, v: _frame_ref(c, p, v, index))
         b = r.get("b", lambda c, p, v: _frame_ref(c, p, v, index))
         links.append(LinkSpec(r.get("name", _name), kind, a, b))
-    _unique(ctx, "links", [x.name for x in links])
+    _check_unique(ctx, "links", [x.name for x in links])
     link_names = [x.name for x in links]
     modes = []
     for path, value in _items(top, "modes"):
@@ -206,16 +197,9 @@ def parse_composition_text(text: str, source: str = "<string>") -> CompositionSp
         modes.append(ModeSpec(name, sup, active))
     if not modes:
         modes.append(ModeSpec("free", (), tuple(link_names)))
-    _unique(ctx, "modes", [m.name for m in modes])
+    _check_unique(ctx, "modes", [m.name for m in modes])
     return CompositionSpec(top.get("name", _name), tuple(members), tuple(links), tuple(modes),
                            source, text)
-
-
-def _choice(ctx: _Ctx, path: str, value: Any, choices: tuple[str, ...]) -> str:
-    s = _string(ctx, path, value)
-    if s not in choices:
-        raise ctx.error(path, f"unknown value '{s}'", choices=choices, got=s)
-    return s
 
 
 def parse_composition(path: str | Path) -> CompositionSpec:

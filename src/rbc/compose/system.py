@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import pinocchio as pin
 
 from rbc.compose.analysis import Level2, analyse, close_reference
 from rbc.compose.flat import (
@@ -29,7 +28,7 @@ from rbc.compose.flat import (
     prefixed,
 )
 from rbc.compose.spec import LINK_TYPES, CompositionSpec, FrameRef
-from rbc.errors import CompileError, RecordError, UsageError, did_you_mean
+from rbc.errors import RecordError, UsageError, did_you_mean
 from rbc.ir import spatial as sp
 from rbc.ir.record import Joint, Pose
 from rbc.model.compiled import CompiledModel, Partition
@@ -219,21 +218,4 @@ def _base_partition(flat: CompiledModel, members: Sequence[MemberMap], q: np.nda
                      characteristic_length(flat), q, joints)
 
 
-def member_of(comp: Composition, name: str) -> MemberMap:
-    """A member by name (KeyError if absent)."""
-    return {m.name: m for m in comp.members}[name]
-
-
-def check_mode_names(comp: Composition) -> None:
-    """Mode names are bundle group names: no '/'.
-
-    Raises:
-        CompileError: a bad name.
-    """
-    for n in comp.modes:
-        if "/" in n or not n:
-            raise CompileError(f"composition {comp.name}: mode name '{n}' must be non-empty "
-                               "and contain no '/'")
-
-
-__all__ = ["Composition", "ComposedMode", "compose", "pin"]
+__all__ = ["Composition", "ComposedMode", "compose"]

@@ -544,6 +544,24 @@ def check_values(data: BundleData) -> None:
             _check_value(data, f"{g}/{sub}", spec, local)
 
 
+#: A stored pose's quaternion norm may differ from 1 by this much (written from unit
+#: quaternions; a few ulps of rounding).
+QUAT_TOL = 1e-9
+
+
+def check_poses(data: BundleData, path: str, x: np.ndarray) -> None:
+    """Stored poses ``[x y z qw qx qy qz]`` (7,) or (k, 7) (finite: checked by the layout)
+    have unit quaternions.
+
+    Raises:
+        BundleError: naming ``path`` and the first quaternion that is not of unit norm.
+    """
+    q = np.asarray(x, dtype=float).reshape(-1, 7)[:, 3:]
+    bad = np.flatnonzero(np.abs(np.linalg.norm(q, axis=1) - 1.0) > QUAT_TOL)
+    if bad.size:
+        raise data.error(path, f"quaternion {q[bad[0]].tolist()} is not of unit norm")
+
+
 def check_layout(data: BundleData, group: str, layout: dict[str, tuple],
                  sizes: dict[str, int]) -> None:
     """Check the datasets ``group/<key>`` of a layout written in the notation of

@@ -300,11 +300,6 @@ class Actuator:
             return "distance"
         return "profile" if self.profile is not None else "velocity"
 
-    @property
-    def linear(self) -> bool:
-        """True for ports ``ℓ = Σ c_k q_k`` with constant coefficients (joint, tendon)."""
-        return self.joint is not None or bool(self.terms)
-
     def describe(self) -> str:
         """The port in words, e.g. ``boom_cyl``, ``0.5·f1 + 0.5·f2``, ``|swing(0.85, 0, 0.3)
         → boom(2.5, 0, 0.05)|``, ``polynomial(knee)``, ``velocity 1·S.wx``."""

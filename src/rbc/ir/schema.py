@@ -1071,7 +1071,7 @@ def _check_actuator(ctx: _Ctx, i: int, a: Actuator, joints: Mapping[str, Joint],
              "distance": f"actuators[{i}].distance", "profile": f"actuators[{i}].profile",
              "velocity": f"actuators[{i}].velocity"}[kind]
     kinds = set()
-    reads = a.port_terms if a.linear else (((a.profile[0], 1.0),) if a.profile else ())
+    reads = a.port_terms or (((a.profile[0], 1.0),) if a.profile else ())
     for name, coef in reads:
         at = f"{where}.{name}" if kind == "tendon" else (
             f"{where}.joint" if kind == "profile" else where)

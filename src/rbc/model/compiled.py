@@ -19,7 +19,7 @@ import pinocchio as pin
 
 from rbc.errors import BundleError
 from rbc.ir import spatial as sp
-from rbc.ir.bundle import BundleData, groups_under, read_bundle
+from rbc.ir.bundle import BundleData, check_poses, groups_under, read_bundle
 from rbc.ir.derived import record_datasets
 from rbc.ir.graph import frozen_array
 from rbc.ir.joints import JointKind, joint_kind
@@ -445,6 +445,7 @@ class CompiledModel:
             part = read_partition(data, g, name)
             check_partition(data, model, part, nv=int(data.number(g, "nv")),
                             n_rows=model.n_rows + 6 * len(supports))
+            check_poses(data, f"{g}/anchors", data.array(f"{g}/anchors"))
             modes[name] = ModeInfo(name, supports, part, data.array(f"{g}/anchors"),
                                    int(data.number(g, "tree_rank")),
                                    int(data.number(g, "actuation_rank")),
@@ -594,7 +595,8 @@ def check_against_record(data: BundleData, record: Record) -> None:
 
 
 def check_partition(data: BundleData, model: CompiledModel, part: Partition,
-                    nv: int | None = None, n_rows: int | None = None) -> None:
+                    nv: int | None = None, n_rows: int | None = None,
+                    group: str | None = None) -> None:
     """A stored partition is an independent/dependent split of v with a row selector of
     the closure Jacobian's rows, of consistent rank, naming its independent joints.
 
@@ -602,12 +604,14 @@ def check_partition(data: BundleData, model: CompiledModel, part: Partition,
         nv, n_rows: the sizes of the partition's model when it is not ``model`` (a support
             mode's model appends one 6-row cut joint per support; its joints are then not
             checked by name).
+        group: the partition's group in the bundle (default ``/partitions/NAME``, or
+            ``/modes/NAME`` with ``nv``).
 
     Raises:
         BundleError: naming the partition's dataset.
     """
     mode = nv is not None
-    g = f"/{'modes' if mode else 'partitions'}/{part.name}"
+    g = group or f"/{'modes' if mode else 'partitions'}/{part.name}"
     nv = model.nv if nv is None else nv
     n_rows = model.n_rows if n_rows is None else n_rows
     both = np.concatenate([part.independent, part.dependent])

@@ -89,18 +89,6 @@ class PortMap:
         return self.linear_jacobian
 
     @property
-    def q_matrix(self) -> np.ndarray:
-        """(n_act, nq) ``ℓ = q_matrix @ q`` when every port is linear (joint, tendon).
-
-        Raises:
-            ValueError: a port is not linear in q (use :func:`port_values`).
-        """
-        if self.varying or not np.all(self.holonomic):
-            raise ValueError(f"PortMap.q_matrix: the ports of {self._varying_names(True)} are "
-                             "not linear in q; use port_values(model, q)")
-        return self.linear_q
-
-    @property
     def columns(self) -> np.ndarray:
         """(n_act,) v-index of each port coordinate — joint ports only.
 
@@ -117,10 +105,8 @@ class PortMap:
         self._joint_ports("q_index")
         return np.argmax(self.linear_q, axis=1) if self.names else np.zeros(0, np.int64)
 
-    def _varying_names(self, nonlinear: bool = False) -> str:
-        idx = set(self.varying) | ({i for i, h in enumerate(self.holonomic) if not h}
-                                   if nonlinear else set())
-        return ", ".join(self.names[i] for i in sorted(idx))
+    def _varying_names(self) -> str:
+        return ", ".join(self.names[i] for i in sorted(self.varying))
 
     def _joint_ports(self, what: str) -> None:
         if not np.all(self.single):
@@ -230,11 +216,6 @@ def port_state(model: CompiledModel, q: np.ndarray) -> tuple[np.ndarray, np.ndar
 def port_values(model: CompiledModel, q: np.ndarray) -> np.ndarray:
     """``ℓ = f_ℓ(q)`` (n_act,): port displacements [m or rad]; NaN for velocity ports."""
     return port_state(model, q)[0]
-
-
-def actuator_displacement(model: CompiledModel, q: np.ndarray) -> np.ndarray:
-    """``ℓ = f_ℓ(q)`` (n_act,) — the same as :func:`port_values`."""
-    return port_values(model, q)
 
 
 def port_jacobian(model: CompiledModel, q: np.ndarray | None = None) -> np.ndarray:

@@ -48,6 +48,7 @@ import pinocchio as pin
 from rbc.errors import RbcError, did_you_mean
 from rbc.ir import spatial as sp
 from rbc.model.compiled import CompiledModel, Partition
+from rbc.model.couplings import coupling_terms
 from rbc.model.dynamics import (
     DynamicsData,
     DynamicsModel,
@@ -60,7 +61,6 @@ from rbc.model.dynamics import (
     spring_states,
     tree_acceleration,
 )
-from rbc.model.couplings import coupling_terms
 from rbc.model.interfaces import actuator_map, port_jacobian
 from rbc.model.tree import inertia_tensor
 

@@ -1,7 +1,7 @@
 """``fig11-reconstruction``: the compiled model re-assembled at states measured in MuJoCo,
 and the force balance of the measured motion (issue 24 item 2).
 
-Four MuJoCo runs of Stewart along its shipped reference (quick: its first 0.5 s), each
+Four MuJoCo runs of Stewart along its shipped reference (quick: its first 0.25 s), each
 what ``rbc simulate --backend mujoco`` does: **nominal** (1 ms), **refined step** (0.25 ms
 physics, 1 ms control), **payload** (platform 8 → 14 kg in the plant; the controller keeps
 the nominal model) and **no feedforward** (PD only). At 46 control steps spread evenly over
@@ -86,7 +86,10 @@ def reconstruct(case: tuple) -> dict:
     d = mujoco.MjData(m)
     dm = DynamicsModel.build(plant)
     stamps = np.unique(np.linspace(1, len(log["time"]) - 2, STAMPS).astype(int))
-    rows = [_stamp(plant, part, exp, m, d, dm, DynamicsData.of(dm), log, i, prep.control_dt)
+    ids = {v: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, n)
+           for v, n in exp.body_names.items()}
+    dd = DynamicsData.of(dm)
+    rows = [_stamp(plant, part, exp, ids, m, d, dm, dd, log, i, prep.control_dt)
             for i in stamps]
     out = {k: [r[k] for r in rows] for k in rows[0]}
     out.update(name=name, time=log["time"][stamps].tolist(),
@@ -95,7 +98,7 @@ def reconstruct(case: tuple) -> dict:
     return out
 
 
-def _stamp(plant, part, exp, m, d, dm, dd, log, i: int, h: float) -> dict:
+def _stamp(plant, part, exp, ids, m, d, dm, dd, log, i: int, h: float) -> dict:
     """Re-assembly and force balance at control step i (module docstring)."""
     import mujoco
     import pinocchio as pin
@@ -118,9 +121,8 @@ def _stamp(plant, part, exp, m, d, dm, dd, log, i: int, h: float) -> dict:
     mujoco.mj_forward(m, d)
     mujoco.mj_subtreeVel(m, d)
     poses = body_poses(plant, q)
-    origin = max((float(np.linalg.norm(poses[v].translation - d.xpos[
-        mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, n)])) for v, n in exp.body_names.items()),
-        default=0.0)
+    origin = max((float(np.linalg.norm(poses[v].translation - d.xpos[b]))
+                  for v, b in ids.items()), default=0.0)
     tm, pd = dm.tree, dd.pin_data  # the terms are taken: the scratch data can be reused
     qp, vp = tm.q_pin(q[: plant.nq_tree]), tm.v_pin(t.v[: plant.nv_tree])
     pin.ccrba(tm.model, pd, qp, vp)

@@ -60,9 +60,14 @@ def simulate_case(case: tuple) -> dict:
 
 
 def paired_difference(a: dict, b: dict) -> float:
-    """Largest platform-position difference [m] of two runs over their common instants."""
-    n = min(len(a["time"]), len(b["time"]))
-    return float(np.linalg.norm(np.asarray(a["platform"][:n]) - np.asarray(b["platform"][:n]),
+    """Largest platform-position difference [m] of two runs at their common control instants.
+
+    Raises:
+        ValueError: the runs do not log the same instants (they would not pair up).
+    """
+    if not np.array_equal(a["time"], b["time"]):
+        raise ValueError("the runs do not share their control instants")
+    return float(np.linalg.norm(np.asarray(a["platform"]) - np.asarray(b["platform"]),
                                 axis=1).max())
 
 

@@ -41,6 +41,7 @@ import copy
 import numpy as np
 import yaml
 
+from rbc.model.tree import inertia_tensor
 from rbc.repro import models
 from rbc.repro.outcome import Outcome, Table
 from rbc.repro.plots import pyplot, save
@@ -94,6 +95,13 @@ def _frame_entry(T) -> dict:
     return pose_document(sp.pose_from_se3(T))
 
 
+def _i6(J: np.ndarray) -> list[float]:
+    """The record's ``[ixx iyy izz ixy ixz iyz]`` of a (3, 3) tensor (inverse of
+    :func:`rbc.model.tree.inertia_tensor`)."""
+    return [float(J[0, 0]), float(J[1, 1]), float(J[2, 2]), float(J[0, 1]), float(J[0, 2]),
+            float(J[1, 2])]
+
+
 def reexpress(doc: dict, body: str, xyz, rpy) -> dict:
     """The same physics with ``body``'s frame moved by ``T = (rpy, xyz)`` (new frame = old ·
     T): its COM, inertia, the joint frames attached to it, its tasks and named frames are
@@ -112,11 +120,7 @@ def reexpress(doc: dict, body: str, xyz, rpy) -> dict:
             continue
         R = T.rotation
         b["com"] = [float(x) for x in Ti.act(np.asarray(b.get("com", [0, 0, 0]), float))]
-        ixx, iyy, izz, ixy, ixz, iyz = b["inertia"]
-        I = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]], dtype=float)
-        J = R.T @ I @ R
-        b["inertia"] = [float(J[0, 0]), float(J[1, 1]), float(J[2, 2]), float(J[0, 1]),
-                        float(J[0, 2]), float(J[1, 2])]
+        b["inertia"] = _i6(R.T @ inertia_tensor(b["inertia"]) @ R)
     for j in out["joints"]:
         for side, key in (("parent", "parent_frame"), ("child", "child_frame")):
             if j[side] == body:
@@ -169,12 +173,8 @@ def _inertia(b: dict, prefix: str, factor: float, rpy) -> None:
     from rbc.ir import spatial as sp
 
     if b["name"].startswith(prefix):
-        ixx, iyy, izz, ixy, ixz, iyz = (float(x) for x in b["inertia"])
-        I = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
         R = sp.rotation_from_rpy(np.asarray(rpy, dtype=float))
-        J = factor * R @ I @ R.T
-        b["inertia"] = [float(J[0, 0]), float(J[1, 1]), float(J[2, 2]), float(J[0, 1]),
-                        float(J[0, 2]), float(J[1, 2])]
+        b["inertia"] = _i6(factor * R @ inertia_tensor(b["inertia"]) @ R.T)
 
 
 def _body(name: str, mass: float = 0.0, com=None) -> callable:
@@ -337,7 +337,7 @@ def evaluate(case: tuple) -> dict:
     from rbc.model.dynamics import DynamicsData, DynamicsModel, lift_at, reduced_inertia
     from rbc.model.interfaces import task_map
     from rbc.model.kinematics import closure_jacobian
-    from rbc.model.solve import solve
+    from rbc.model.solve import resolve_targets, solve
 
     variant, keep, text, lengths, seed = case
     kin = models.compiled_text(f"stewart_v{seed}", text)
@@ -347,11 +347,11 @@ def evaluate(case: tuple) -> dict:
     tree = {kin.edge_names[k] for k in kin.tree_edges}
     names = [kin.edge_names[int(kin.v_edge[j])] for j in part.independent]
     order = np.argsort(names)
-    col = {kin.edge_names[int(kin.v_edge[j])]: int(j) for j in part.independent}
     out = {"variant": variant, "keep": keep, "kept_in_tree": keep in tree,
            "independent": sorted(names), "M": [], "J": [], "gap": 0.0}
     for ell in lengths:
-        q = solve(kin, part, {col[f"P{i + 1}"]: float(x) for i, x in enumerate(ell)},
+        q = solve(kin, part, resolve_targets(kin, part, {f"P{i + 1}": float(x)
+                                                         for i, x in enumerate(ell)}),
                   tol=WITNESS_TOL).q
         E = lift_at(dm, dd, part, q).E
         M = reduced_inertia(dm, dd, q, E)
@@ -398,7 +398,7 @@ def run(ctx) -> Outcome:
               lengths, ctx.seed + 6 * n + i) for n, v in enumerate(names)
              for i, s in enumerate(SPHERES)]
     rows = [r for r in ctx.bag(evaluate, cases, "models") if r is not None]
-    exc = _excavator(ctx)
+    exc, n_exc = _excavator(ctx)
     table, per_variant = [], {}
     for v in names:
         rs = {r["keep"]: r for r in rows if r["variant"] == v}
@@ -446,7 +446,7 @@ def run(ctx) -> Outcome:
                          "closure Jacobian vs centred differences off the manifold"),
               make_check("table3.sparsity", worst["outside"], FD_LIMIT, "1",
                          "centred differences outside the sparsity pattern")]
-    checks += _excavator_checks(exc, ctx)
+    checks += _excavator_checks(exc, n_exc)
     for k in ("kkt50", "pinocchio", "partitions"):
         figures[f"excavator.{k}"] = max((r[k] for r in exc), default=np.nan)
     key = (f"excavator {sum(r['states'] for r in exc) * 2} partition-states: δ_a vs KKT50 "
@@ -481,17 +481,17 @@ def run(ctx) -> Outcome:
         data={"variants": per_variant, "witness_lengths": lengths.tolist(), "excavator": exc})
 
 
-def _excavator(ctx) -> list[dict]:
-    """The excavator sweep's rows (module docstring)."""
+def _excavator(ctx) -> tuple[list[dict], int]:
+    """The excavator sweep's rows and the number of variants run (module docstring)."""
     doc = yaml.safe_load(models.record_path("excavator").read_text(encoding="utf-8"))
     names = QUICK_VARIANTS[:1] if ctx.quick else tuple(EXCAVATOR_VARIANTS)
     cases = [(v, yaml.safe_dump(EXCAVATOR_VARIANTS[v](doc), sort_keys=False),
               EXCAVATOR_STATES[ctx.quick], ctx.seed + 1000 + i) for i, v in enumerate(names)]
-    return [r for r in ctx.bag(evaluate_excavator, cases, "excavator") if r is not None]
+    rows = [r for r in ctx.bag(evaluate_excavator, cases, "excavator") if r is not None]
+    return rows, len(cases)
 
 
-def _excavator_checks(exc: list[dict], ctx) -> list:
-    n = len(QUICK_VARIANTS[:1] if ctx.quick else EXCAVATOR_VARIANTS)
+def _excavator_checks(exc: list[dict], n: int) -> list:
     worst = {k: max((r[k] for r in exc), default=np.nan)
              for k in ("kkt50", "pinocchio", "partitions")}
     return [make_check("table3.excavator.models", len(exc), n, "models",

@@ -45,7 +45,7 @@ from rbc.model.dynamics import (
     reduced_terms,
     tree_acceleration,
 )
-from rbc.model.interfaces import actuator_displacement, port_jacobian
+from rbc.model.interfaces import port_jacobian, port_values
 from rbc.verify import kkt50
 from rbc.verify.checks import DEFAULT_SEED, Check, make_check
 from rbc.verify.newton_euler import NewtonEuler
@@ -155,7 +155,7 @@ def port_rates_fd(ctx: Context, q: np.ndarray, u: np.ndarray, h: float = VP_STEP
 
     def ell(step: float) -> np.ndarray:
         st = ClosureState(ctx.kin, ctx.part, np.array(q, dtype=float))
-        return actuator_displacement(ctx.kin, st.step(u, step))
+        return port_values(ctx.kin, st.step(u, step))
 
     def centred(step: float) -> np.ndarray:
         return (ell(step) - ell(-step)) / (2.0 * step)

@@ -422,10 +422,11 @@ def check_curvature(model: CompiledModel, part: Partition, qs: list[np.ndarray],
 
     Without cut joints and nonlinear couplings every closure row is a linear coupling, whose
     curvature vanishes identically (Ė u ≡ 0): ``curvature.without_term`` then does not apply
-    and passes with a note, instead of demanding a term that cannot exist. With cut joints the term can still
-    be legitimately zero (a parallelogram linkage: constant lift): when our Ė u is zero at
-    every sample (≤ CURVATURE_LIMIT) *and* the reference confirms that dropping it changes
-    nothing (without-term residual below WITHOUT_TERM_MIN), the check is informational —
+    and passes with a note, instead of demanding a term that cannot exist. With cut joints the
+    term can still be legitimately zero (a parallelogram linkage: constant lift): when our
+    Ė u is zero at every sample (≤ CURVATURE_LIMIT) *and* the reference confirms that
+    dropping it changes nothing (without-term residual below WITHOUT_TERM_MIN), the check is
+    informational —
     reported, never failed. A model whose Ė u is wrongly zero still fails
     ``curvature.acceleration_residual``, whose reference does not use Ė u.
     """

@@ -87,6 +87,7 @@ import numpy as np
 import pinocchio as pin
 
 from rbc.ir import spatial as sp
+from rbc.model.couplings import coupling_terms
 from rbc.model.dynamics import (
     DynamicsData,
     DynamicsModel,
@@ -95,7 +96,6 @@ from rbc.model.dynamics import (
     tree_terms,
     wrench_efforts,
 )
-from rbc.model.couplings import coupling_terms
 from rbc.model.interfaces import port_jacobian
 
 #: Working precision of the reference [decimal digits] (DESIGN.md §6).
