@@ -1017,6 +1017,12 @@ MAX_MAGNITUDE = 1e12
 MAX_OPTION_MAGNITUDE = MAX_MAGNITUDE
 
 
+def finite_option(x: float) -> bool:
+    """True for a number an option may carry: finite and within ±:data:`MAX_OPTION_MAGNITUDE`
+    (the rule of :func:`check_number`, for parsers of compound values)."""
+    return math.isfinite(x) and abs(x) <= MAX_OPTION_MAGNITUDE
+
+
 def check_number(option: str, value: float | None, *, gt: float | None = None,
                  ge: float | None = None, lt: float | None = None, le: float | None = None,
                  integer: bool = False) -> float | None:
@@ -1037,7 +1043,7 @@ def check_number(option: str, value: float | None, *, gt: float | None = None,
         x = float(value)
     except (TypeError, ValueError, OverflowError):
         raise UsageError(f"{option} {value!r}: expected {want}") from None
-    ok = math.isfinite(x) and abs(x) <= MAX_OPTION_MAGNITUDE and (gt is None or x > gt) and \
+    ok = finite_option(x) and (gt is None or x > gt) and \
         (ge is None or x >= ge) and (lt is None or x < lt) and (le is None or x <= le)
     if not ok:
         raise UsageError(f"{option} {x:g}: expected {want}")

@@ -160,3 +160,43 @@ def test_stage_powers_and_condition_equal_the_reference(any_record):
     c = ks.scaled_cond()
     eps = np.finfo(float).eps
     assert abs(c - c_ref) <= max(RTOL, 4 * eps * c_ref, eps * c_ref**2) * c_ref, name
+
+
+def _ring_record(n: int) -> str:
+    """A closed planar ring of n bodies on n + 1 revolutes about z (a regular polygon at
+    zero angles): one chord whose closure rows span every one of its n + 1 columns."""
+    import math
+
+    a = 2 * math.pi / (n + 1)
+    turn = f"quat: [{math.cos(a / 2)!r}, 0, 0, {math.sin(a / 2)!r}]"
+    lines = ["rbc: 1", f"name: ring{n}", "gravity: [0, 0, -9.81]", "bodies:",
+             "  - {name: ground, fixed: true}"]
+    lines += [f"  - {{name: b{i}, mass: 0.1, com: [0.05, 0, 0], "
+              "inertia: [1e-5, 1e-4, 1e-4, 0, 0, 0]}" for i in range(1, n + 1)]
+    lines.append("joints:")
+    lines.append("  - {name: J0, type: revolute, axis: [0, 0, 1], parent: ground, child: b1}")
+    lines += [f"  - {{name: J{i}, type: revolute, axis: [0, 0, 1], parent: b{i}, "
+              f"child: b{i + 1}, parent_frame: {{xyz: [0.1, 0, 0], {turn}}}}}"
+              for i in range(1, n)]
+    lines.append(f"  - {{name: J{n}, type: revolute, axis: [0, 0, 1], parent: ground, "
+                 f"child: b{n}, child_frame: {{xyz: [0.1, 0, 0], {turn}}}}}")
+    return "\n".join(lines) + "\n"
+
+
+def test_a_chord_with_more_columns_than_any_fixed_buffer(tmp_path):
+    """A 70-body ring: its one chord has 71 columns, more than the 64-entry scratch rows
+    the kernels once started with (numba does not check bounds: rows were written past
+    them before being grown). The scratch is now sized from the layout."""
+    from rbc.compiler import compile_record
+
+    src = tmp_path / "ring70.yaml"
+    src.write_text(_ring_record(70))
+    parted = compile_record(src)[1].stages["rank"]
+    kin, part = parted.model, parted.partitions[0]
+    from rbc.kernels.lift import row_buffers
+
+    lay = KernelModel(kin, part).layout
+    vals, cols = row_buffers(lay.I, lay.IO)
+    # the chord's rows touch every coordinate: 70 tree revolutes and the cut one
+    assert vals.size == cols.size == kin.nv == 71
+    _assert_equal_paths("ring70", kin, part)

@@ -50,8 +50,9 @@ def export_once(bundle: str | Path) -> dict:
     """Export a bundle's default partition to MJCF text and load it in MuJoCo (this process).
 
     Returns:
-        ``{"export_seconds", "load_seconds", "peak_mb_before", "peak_mb_export",
-        "peak_mb_load", "xml_mb", "loads", "message"}`` (memory in MB of peak RSS).
+        ``{"joints", "export_seconds", "load_seconds", "peak_mb_before", "peak_mb_export",
+        "peak_mb_load", "xml_mb", "loads", "message"}`` (memory in MB of peak RSS; joints:
+        the bundle's record joints).
     """
     from rbc.backends.mjcf_export import check_loads, export_mjcf
     from rbc.errors import CompileError
@@ -70,7 +71,8 @@ def export_once(bundle: str | Path) -> dict:
     except CompileError as err:
         loads, message = False, str(err)
     t2 = time.perf_counter()
-    return {"export_seconds": t1 - t0, "load_seconds": t2 - t1, "peak_mb_before": before,
+    return {"joints": len(model.record.joints), "export_seconds": t1 - t0,
+            "load_seconds": t2 - t1, "peak_mb_before": before,
             "peak_mb_export": after_export, "peak_mb_load": _peak_mb(),
             "xml_mb": len(text.encode()) / 1e6, "loads": loads, "message": message}
 
@@ -95,7 +97,7 @@ def bench_export(loops: Sequence[int], progress: Callable[[int], None] | None = 
             compile_to_file(src, h5)
             out = subprocess.run([sys.executable, "-m", "rbc.bench.export", str(h5)],
                                  check=True, capture_output=True, text=True)
-            row = {"loops": n, "joints": 4 * n, **json.loads(out.stdout)}
+            row = {"loops": n, **json.loads(out.stdout)}
             row["per_loop_ms"] = 1e3 * row["export_seconds"] / n
             rows.append(row)
             h5.unlink()

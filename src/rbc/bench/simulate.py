@@ -112,6 +112,11 @@ def bench_simulate(bundle: str | Path, reference: str | Path,
         raise UsageError(f"--duration {duration:g}: must be positive")
     if not (dt > 0):
         raise UsageError(f"--dt {dt:g}: must be positive")
+    default = SimOptions()
+    if "reduced" not in names and (evaluator, integrator) != (default.evaluator,
+                                                             default.integrator):
+        raise UsageError("--evaluator/--integrator apply to the reduced backend only; it is "
+                         f"not among --backends {','.join(names)}")
 
     def stage(name: str) -> Callable[[str, float], None] | None:
         return None if progress is None else (lambda s, x: progress(name, s, x))

@@ -49,13 +49,11 @@ def compile_command(
     from rbc.ir.summary import summarize
     from rbc.model.modes import parse_mode_request
     from rbc.passes.rank import parse_partition_request
-    from rbc.safeio import check_outputs, check_replaceable, staged_outputs, staged_path
+    from rbc.safeio import check_outputs, staged_outputs, staged_path
 
     out = output or Path(record.stem + ".h5")
     check_outputs({"RECORD": record}, {"-o": out, "--mjcf": mjcf, "--pinocchio": pinocchio},
-                  directories=["--pinocchio"])
-    if pinocchio is not None:
-        check_replaceable(pinocchio, "--pinocchio")
+                  directories=["--pinocchio"])  # also checks that --pinocchio is replaceable
     requests = tuple(parse_partition_request(p) for p in partition or ())
     if modes not in (None, "all"):
         raise UsageError(f"--modes {modes}: valid choices: all (name single modes with --mode)")

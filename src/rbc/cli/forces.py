@@ -4,13 +4,13 @@ reaction out (docs/cli.md; the method is in docs/dynamics.md)."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from rbc.cli.app import app
+from rbc.safeio import MAX_OPTION_MAGNITUDE, finite_option
 
 WRENCH_FORM = "BODY@x,y,z=nx,ny,nz,fx,fy,fz"
 
@@ -45,7 +45,8 @@ def parse_wrench(text: str):
     body, at, rest = text.partition("@")
     point, eq, load = rest.partition("=")
     bad = UsageError(f"--wrench '{text}': expected {WRENCH_FORM} (point in body "
-                     "coordinates [m], moment [N·m] and force [N] in world axes), e.g. "
+                     "coordinates [m], moment [N·m] and force [N] in world axes; finite, "
+                     f"magnitude ≤ {MAX_OPTION_MAGNITUDE:g}), e.g. "
                      "--wrench coupler@0.1,0,0=0,0,0,0,-5,0")
     if not (at and eq and body.strip()):
         raise bad
@@ -54,7 +55,7 @@ def parse_wrench(text: str):
         w = [float(x) for x in load.split(",")]
     except ValueError:
         raise bad from None
-    if len(xyz) != 3 or len(w) != 6 or not all(math.isfinite(x) for x in (*xyz, *w)):
+    if len(xyz) != 3 or len(w) != 6 or not all(finite_option(x) for x in (*xyz, *w)):
         raise bad
     return Wrench(body.strip(), tuple(xyz), tuple(w))
 

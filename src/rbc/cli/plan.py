@@ -14,9 +14,16 @@ from rbc.cli.app import app, number, progress_bar
 
 def task_request(task: list[str], to: list[str] | None, duration: float, kx: str,
                  stroke_preference: float, relax: str, speed_scale: float):
-    """The :class:`rbc.tasks.request.TaskRequest` of the task options (plan, simulate)."""
+    """The :class:`rbc.tasks.request.TaskRequest` of the task options (plan, simulate).
+
+    Raises:
+        UsageError: a value out of range (each option named).
+    """
+    from rbc.safeio import check_number
     from rbc.tasks.request import TaskRequest, parse_numbers
 
+    check_number("--stroke-preference", stroke_preference, ge=0)
+    check_number("--speed-scale", speed_scale, gt=0)
     return TaskRequest(tuple(task), tuple(parse_numbers(t, "--to") for t in to or ()),
                        duration, parse_numbers(kx, "--kx"), stroke_preference, relax,
                        speed_scale)
@@ -39,13 +46,13 @@ def plan_command(
     kx: Annotated[str, typer.Option(
         "--kx", help="Task gain K_x \\[1/s]: one value or one per task row.")] = "2",
     stroke_preference: Annotated[float, typer.Option(
-        "--stroke-preference", callback=number(ge=0),
+        "--stroke-preference",
         help="Weight k_Φ \\[J·s] of the stroke-limit preference (0: off).")] = 0.0,
     relax: Annotated[str, typer.Option(
         help="Infeasible task: none (exit 2 naming the bounds) or slack (follow the closest "
         "feasible motion, slack reported).")] = "none",
     speed_scale: Annotated[float, typer.Option(
-        callback=number(gt=0), help="Factor on the actuators' speed limits.")] = 1.0,
+        help="Factor on the actuators' speed limits.")] = 1.0,
     dt: Annotated[float, typer.Option(callback=number(gt=0),
                                       help="Integration step \\[s] (RK4).")] = 0.01,
     sample_dt: Annotated[float, typer.Option(
@@ -65,12 +72,12 @@ def plan_command(
     from rbc.model.compiled import CompiledModel
     from rbc.model.dynamics import DynamicsModel
     from rbc.model.solve import get_partition, parse_assignment, solve_named
-    from rbc.safeio import check_outputs, check_replaceable
+    from rbc.safeio import check_outputs
     from rbc.tasks.plan import plan, summary, write_plan
     from rbc.tasks.request import build
 
+    # before the work, not after it: also checks that --out is replaceable
     check_outputs({"BUNDLE": bundle}, {"--out": out}, directories=["--out"])
-    check_replaceable(out, "--out")  # before the work, not after it
     req = task_request(task, to, duration, kx, stroke_preference, relax, speed_scale)
     model = CompiledModel.from_bundle(bundle)
     part = get_partition(model, partition)

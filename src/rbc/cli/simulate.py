@@ -109,14 +109,12 @@ def simulate_command(
 
     from rbc.cli.plan import task_request
     from rbc.errors import UsageError
-    from rbc.safeio import check_outputs, check_replaceable
+    from rbc.safeio import check_outputs
     from rbc.sim.outputs import write_outputs
     from rbc.sim.run import SimOptions, prepare, simulate
 
     check_outputs({"BUNDLE": bundle, "--reference": reference}, {"--out": out},
-                  directories=["--out"])
-    if out is not None:
-        check_replaceable(out, "--out")
+                  directories=["--out"])  # also checks that --out is replaceable
     req = None
     ignored = [name for name, value, default in (
         ("--to", to, None), ("--kx", kx, "2"), ("--stroke-preference", stroke_preference, 0.0),

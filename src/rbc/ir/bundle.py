@@ -693,16 +693,3 @@ def _check_contents(data: BundleData) -> BundleData:
                          "stored one")
     check_values(data)
     return data
-
-
-@contextmanager
-def open_bundle(path: str | Path) -> Iterator[BundleData]:
-    """:func:`read_bundle` as a context manager (kept for existing callers)."""
-    yield read_bundle(path)
-
-
-def strings(value: object) -> list[str]:
-    """A string list of a read bundle (or of an h5py dataset) as Python strings."""
-    if isinstance(value, list):
-        return value
-    return [s.decode() if isinstance(s, bytes) else str(s) for s in value[()]]  # type: ignore

@@ -62,6 +62,21 @@ def row_entries(I, IO, F, FO, Cc, g, vals, cols):
     return n
 
 
+@njit(cache=True, inline="always")
+def row_buffers(I, IO):
+    """Scratch ``(vals, cols)`` for :func:`row_entries`, as long as the longest closure row
+    (the most columns of a chord or terms of a coupling): sized from the layout once, so
+    no row can write past them (numba does not check bounds)."""
+    sizes = iseg(I, IO, I_SIZES)
+    col_ptr, cp_ptr = iseg(I, IO, I_CH_COL_PTR), iseg(I, IO, I_CP_PTR)
+    n = 1
+    for i in range(sizes[S_NCH]):
+        n = max(n, col_ptr[i + 1] - col_ptr[i])
+    for c in range(cp_ptr.size - 1):
+        n = max(n, cp_ptr[c + 1] - cp_ptr[c])
+    return np.empty(n), np.empty(n, dtype=np.int64)
+
+
 @njit(cache=True)
 def _lu(A, piv):
     """In-place LU with partial pivoting (``P A = L U``); False on an exactly zero pivot
@@ -153,8 +168,7 @@ def factor(I, IO, F, FO, Cc, lu, piv):
     sizes = iseg(I, IO, I_SIZES)
     ptr, rows = iseg(I, IO, I_MOD_PTR), iseg(I, IO, I_MOD_ROWS)
     lu_ptr, deppos = iseg(I, IO, I_MOD_LU_PTR), iseg(I, IO, I_V_DEPPOS)
-    vals = np.empty(64)
-    cols = np.empty(64, dtype=np.int64)
+    vals, cols = row_buffers(I, IO)
     ok = True
     for m in range(sizes[S_NMOD]):
         r = ptr[m + 1] - ptr[m]
@@ -162,10 +176,6 @@ def factor(I, IO, F, FO, Cc, lu, piv):
         A[:] = 0.0
         for a in range(r):
             n = row_entries(I, IO, F, FO, Cc, rows[ptr[m] + a], vals, cols)
-            if n > vals.size:
-                vals = np.empty(2 * n)
-                cols = np.empty(2 * n, dtype=np.int64)
-                n = row_entries(I, IO, F, FO, Cc, rows[ptr[m] + a], vals, cols)
             for t in range(n):
                 d = deppos[cols[t]]
                 if d >= 0:
@@ -206,8 +216,7 @@ def lift_matrix(I, IO, F, FO, Cc, lu, piv, E):
     E[:] = 0.0
     for n in range(nu):
         E[ind[n], n] = 1.0
-    vals = np.empty(64)
-    cols = np.empty(64, dtype=np.int64)
+    vals, cols = row_buffers(I, IO)
     local = np.full(nu, -1, dtype=np.int64)  # position of an independent column in a module
     for m in range(sizes[S_NMOD]):
         r = ptr[m + 1] - ptr[m]
@@ -215,10 +224,6 @@ def lift_matrix(I, IO, F, FO, Cc, lu, piv, E):
         nt = 0
         for a in range(r):  # pass 1: the independent columns this module's rows touch
             n = row_entries(I, IO, F, FO, Cc, rows[ptr[m] + a], vals, cols)
-            if n > vals.size:
-                vals = np.empty(2 * n)
-                cols = np.empty(2 * n, dtype=np.int64)
-                n = row_entries(I, IO, F, FO, Cc, rows[ptr[m] + a], vals, cols)
             for t in range(n):
                 j = indpos[cols[t]]
                 if j >= 0 and local[j] < 0:
@@ -256,8 +261,7 @@ def scaled_cond(I, IO, F, FO, Cc, row_scale, col_scale):
     nmod = sizes[S_NMOD]
     if nmod == 0:
         return 1.0
-    vals = np.empty(64)
-    cols = np.empty(64, dtype=np.int64)
+    vals, cols = row_buffers(I, IO)
     big, small = 0.0, np.inf
     for m in range(nmod):
         r = ptr[m + 1] - ptr[m]
@@ -265,10 +269,6 @@ def scaled_cond(I, IO, F, FO, Cc, row_scale, col_scale):
         for a in range(r):
             g = rows[ptr[m] + a]
             n = row_entries(I, IO, F, FO, Cc, g, vals, cols)
-            if n > vals.size:
-                vals = np.empty(2 * n)
-                cols = np.empty(2 * n, dtype=np.int64)
-                n = row_entries(I, IO, F, FO, Cc, g, vals, cols)
             for t in range(n):
                 d = deppos[cols[t]]
                 if d >= 0:

@@ -57,6 +57,7 @@ from rbc.model.partition import (
     scaled_cond,
     scales,
 )
+from rbc.safeio import MAX_OPTION_MAGNITUDE, finite_option
 
 #: Smallest continuation step (fraction of the whole path) before giving up: 2⁻¹² ≈ 2e-4
 #: of the way (≤ 1e-4 rad or L·1e-4 per step on the shipped records), below which a stall
@@ -200,7 +201,7 @@ def parse_assignment(text: str) -> tuple[str, float]:
         x = float(val)
     except ValueError:
         x = math.nan
-    if not sep or not name or not math.isfinite(x):
+    if not sep or not name or not finite_option(x):
         raise UsageError(f"--set '{text}': expected NAME=VALUE with a finite number, e.g. "
                          "--set A=0.5")
     return name, x
@@ -515,9 +516,10 @@ def parse_guess(text: str) -> tuple[str, tuple[float, ...]]:
         values = tuple(float(x) for x in val.split(","))
     except ValueError:
         values = ()
-    if not sep or not name or not values or not all(math.isfinite(x) for x in values):
+    if not sep or not name or not values or not all(finite_option(x) for x in values):
         raise UsageError(f"--guess '{text}': expected NAME=VALUE (a coordinate) or "
-                         "JOINT=v1,v2,… (a joint's `initial` layout) with finite numbers, e.g. "
+                         "JOINT=v1,v2,… (a joint's `initial` layout) with finite numbers of "
+                         f"magnitude ≤ {MAX_OPTION_MAGNITUDE:g}, e.g. "
                          "--guess U1.a=0.1 or --guess S1=1,0,0,0")
     return name, values
 

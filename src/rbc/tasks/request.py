@@ -5,13 +5,13 @@ configuration."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from rbc.errors import UsageError
 from rbc.model.compiled import CompiledModel
+from rbc.safeio import MAX_OPTION_MAGNITUDE, finite_option
 from rbc.tasks.charts import Chart, TaskError, stack
 from rbc.tasks.paths import TaskPath, waypoint_path
 from rbc.tasks.resolve import DEFAULT_GAIN, TaskLaw, task_law
@@ -47,8 +47,9 @@ def parse_numbers(text: str, option: str) -> tuple[float, ...]:
         out = tuple(float(x) for x in text.split(","))
     except ValueError:
         out = ()
-    if not out or not all(math.isfinite(x) for x in out):
-        raise UsageError(f"{option} '{text}': expected comma-separated finite numbers, e.g. "
+    if not out or not all(finite_option(x) for x in out):
+        raise UsageError(f"{option} '{text}': expected comma-separated finite numbers "
+                         f"(magnitude ≤ {MAX_OPTION_MAGNITUDE:g}), e.g. "
                          f"{option} 5.2,0,1.1")
     return out
 

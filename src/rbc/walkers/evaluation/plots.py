@@ -189,7 +189,8 @@ def batch_plot(summary: dict, path: str | Path) -> str:
              if r["controller"] == c and not r["fell"]] or [np.nan] for c in names]
     ax[1].boxplot(emas)
     ax[1].set_xticks(range(1, len(names) + 1), names)
-    ax[1].set_yscale("log")
+    if any(np.isfinite(x) and x > 0 for e in emas for x in e):
+        ax[1].set_yscale("log")  # a log axis needs a positive value (all-zero runs: linear)
     ax[1].set_ylabel("tracking EMA of |y|^2 [rad^2]")
     for c in names:
         rs = [r for r in summary["runs"] if r["controller"] == c and not r["fell"]]
