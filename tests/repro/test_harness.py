@@ -12,6 +12,7 @@ from rbc.repro import registry, report
 from rbc.repro.harness import run_targets
 from rbc.repro.plots import pyplot, save
 from rbc.repro.published import load_published, parse_published
+from rbc.safeio import OUTPUT_MARKER
 from tests.repro import fake_target
 
 FAKE = "fake-target"
@@ -91,7 +92,8 @@ def test_a_run_writes_report_results_and_index(fake, tmp_path):
     (run,) = run_targets([FAKE], tmp_path, quick=True, **fake)
     assert run.status == "fail"  # case 2 raised: kept with its input, not lost
     d = tmp_path / FAKE
-    assert sorted(p.name for p in d.iterdir()) == ["line.png", "report.md", "results.json"]
+    assert sorted(p.name for p in d.iterdir()) == [OUTPUT_MARKER, "line.png", "report.md",
+                                                    "results.json"]
     res = json.loads((d / "results.json").read_text())
     assert res["status"] == "fail" and res["quick"] is True
     assert res["failures"][0]["index"] == 2 and res["failures"][0]["input"] == "2"
@@ -139,3 +141,29 @@ def test_cli_lists_targets_and_exits_1_unless_all_pass(fake, tmp_path, capsys):
     line = json.loads(capsys.readouterr().out.splitlines()[0])
     assert line["target"] == FAKE and line["status"] == "fail"
     assert main(["repro", "nope"]) == 2
+
+
+def test_a_directory_rbc_did_not_write_is_refused_before_any_target_runs(fake, tmp_path):
+    """`rbc repro --out ROOT` never replaces ROOT/NAME, a file ROOT or a foreign index.md."""
+    from rbc.errors import UsageError
+
+    mine = tmp_path / "mine"
+    (mine / FAKE).mkdir(parents=True)
+    (mine / FAKE / "thesis.tex").write_text("years of work")
+    with pytest.raises(UsageError, match="not written by rbc"):
+        run_targets([FAKE], mine, **fake)
+    assert (mine / FAKE / "thesis.tex").read_text() == "years of work"
+    assert not (mine / "index.md").exists()
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    with pytest.raises(UsageError, match="not a directory"):
+        run_targets([FAKE], afile, **fake)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "index.md").write_text("# my notes")
+    with pytest.raises(UsageError, match="index.md rbc did not write"):
+        run_targets([FAKE], notes, **fake)
+    assert (notes / "index.md").read_text() == "# my notes"
+    (ok,) = run_targets([FAKE], tmp_path / "fresh", **fake)  # a new root is fine, twice
+    (again,) = run_targets([FAKE], tmp_path / "fresh", **fake)
+    assert (tmp_path / "fresh" / FAKE / "report.md").is_file()

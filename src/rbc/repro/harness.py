@@ -6,9 +6,9 @@ and ``ctx.seed``, sends its bags of independent cases through :meth:`Context.bag
 Dask cluster is shared by all targets of a run; failed cases are collected, not lost),
 writes its plots into ``ctx.out`` and returns an :class:`~rbc.repro.outcome.Outcome`.
 :func:`run_targets` times each target, turns its checks and failures into a status, and
-has :mod:`rbc.repro.report` write the target's directory (into a hidden ``.NAME.partial``
-first, renamed over the previous run's directory when complete, so an interrupted run
-leaves the previous one in place) and the index.
+has :mod:`rbc.repro.report` write the target's directory (all or nothing, through
+:func:`rbc.safeio.atomic_directory`: an interrupted run leaves the previous one in place, and
+a directory rbc did not write is never replaced) and the index.
 
 Status: ``pass`` (every check passed, no case failed), ``fail`` (a check failed or cases
 failed; the report lists them with their inputs) or ``error`` (the target raised; the
@@ -17,7 +17,6 @@ report holds the traceback).
 
 from __future__ import annotations
 
-import shutil
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -26,9 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from rbc.batch import Cluster, Progress, StderrProgress, TaskFailure, cluster, run_bag
+from rbc.errors import UsageError
 from rbc.repro import report
 from rbc.repro.outcome import TargetRun, status_of
 from rbc.repro.registry import select, target_module
+from rbc.safeio import atomic_directory, check_replaceable
 from rbc.verify.checks import DEFAULT_SEED
 
 
@@ -68,32 +69,43 @@ class Context:
 def run_target(name: str, out_root: Path, cl: Cluster, quick: bool, seed: int,
                progress: Callable[[str], Progress] = StderrProgress) -> TargetRun:
     """Run one target into ``out_root/name`` (replacing the previous run's directory only
-    once the new one is complete) and return its :class:`TargetRun`."""
+    once the new one is complete, :func:`rbc.safeio.atomic_directory`) and return its
+    :class:`TargetRun`.
+
+    Raises:
+        UsageError: ``out_root/name`` exists and was not written by rbc.
+    """
     module = target_module(name)
     report.load_published(name)  # a malformed table fails before anything runs
-    partial = out_root / f".{name}.partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    ctx = Context(name, quick, partial, cl, seed, progress=progress)
-    t0 = time.perf_counter()
-    outcome, error = None, ""
-    try:
-        outcome = module.run(ctx)
-    except Exception:  # noqa: BLE001 - recorded in the report; the other targets still run
-        error = traceback.format_exc()
-    run = TargetRun(name, module.TITLE, status_of(outcome, ctx.failures, error),
-                    time.perf_counter() - t0, outcome, ctx.failures, error)
-    report.write_target(partial, run, quick=quick, seed=seed, scheduler=cl.description)
-    final = out_root / name
-    if final.exists():
-        old = out_root / f".{name}.old"
-        shutil.rmtree(old, ignore_errors=True)
-        final.rename(old)
-        partial.rename(final)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        partial.rename(final)
+    with atomic_directory(out_root / name, "--out") as tmp:
+        ctx = Context(name, quick, tmp, cl, seed, progress=progress)
+        t0 = time.perf_counter()
+        outcome, error = None, ""
+        try:
+            outcome = module.run(ctx)
+        except Exception:  # noqa: BLE001 - recorded in the report; the other targets still run
+            error = traceback.format_exc()
+        run = TargetRun(name, module.TITLE, status_of(outcome, ctx.failures, error),
+                        time.perf_counter() - t0, outcome, ctx.failures, error)
+        report.write_target(tmp, run, quick=quick, seed=seed, scheduler=cl.description)
     return run
+
+
+def check_output_root(root: Path, names: Sequence[str]) -> None:
+    """Refuse an output root rbc may not write into, before any target runs.
+
+    Raises:
+        UsageError: ``root`` exists and is not a directory; a target's directory exists and
+            was not written by rbc (:func:`rbc.safeio.check_replaceable`); or ``root`` holds
+            an ``index.md`` without rbc's ``index.json`` beside it (someone else's file).
+    """
+    if root.is_symlink() or (root.exists() and not root.is_dir()):
+        raise UsageError(f"--out {root}: exists and is not a directory; give a directory path")
+    if (root / "index.md").exists() and not (root / "index.json").is_file():
+        raise UsageError(f"--out {root}: holds an index.md rbc did not write; give a new "
+                         "directory or rbc's earlier repro output")
+    for name in names:
+        check_replaceable(root / name, "--out")
 
 
 def run_targets(names: Sequence[str], out_root: str | Path, *, quick: bool = False,
@@ -110,6 +122,7 @@ def run_targets(names: Sequence[str], out_root: str | Path, *, quick: bool = Fal
     """
     chosen = select(list(names))
     root = Path(out_root)
+    check_output_root(root, chosen)
     root.mkdir(parents=True, exist_ok=True)
     runs = []
     with cluster(scheduler, workers) as cl:
