@@ -386,6 +386,8 @@ def test_bad_numeric_options_name_the_option(capsys, fourbar, argv):
     (("--controller", "passive", "--zeta", "0.5"), "--zeta"),
     (("--controller", "passive", "--to", "1"), "--to"),
     (("--controller", "passive", "--kx", "5"), "--kx"),
+    (("--controller", "passive", "--kx", "2"), "--kx"),  # given, though equal to its default
+    (("--speed-scale", "1"), "--speed-scale"),
     (("--backend", "mujoco", "--controller", "passive", "--rtol", "1e-6"), "--rtol"),
 ])
 def test_ignored_options_are_refused(capsys, fourbar, extra, option):

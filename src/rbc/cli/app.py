@@ -61,3 +61,17 @@ def number(*, gt: float | None = None, ge: float | None = None, lt: float | None
         return value
 
     return callback
+
+
+def given_options(ctx: typer.Context, names: tuple[str, ...]) -> list[str]:
+    """The options among ``names`` (parameter names) that the user gave on the command
+    line or through the environment, as their longest flag — whatever their value, so an
+    option given with its default value counts as given (click's parameter sources; no
+    default is typed a second time)."""
+    out = []
+    for p in ctx.command.params:
+        if p.name in names:
+            source = ctx.get_parameter_source(p.name)
+            if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
+                out.append(max(p.opts, key=len))
+    return out

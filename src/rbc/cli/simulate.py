@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from rbc.cli.app import app, number, progress_bar
+from rbc.cli.app import app, given_options, number, progress_bar
 
 
 def _pairs(values: list[str] | None, option: str, **bounds: float) -> dict[str, float]:
@@ -30,6 +30,7 @@ def _pairs(values: list[str] | None, option: str, **bounds: float) -> dict[str, 
 
 @app.command("simulate")
 def simulate_command(
+    ctx: typer.Context,
     bundle: Annotated[Path, typer.Argument(help="Bundle written by `rbc compile`.")],
     backend: Annotated[str, typer.Option(help="Plant: reduced, mujoco or pinocchio.")
                        ] = "reduced",
@@ -116,10 +117,7 @@ def simulate_command(
     check_outputs({"BUNDLE": bundle, "--reference": reference}, {"--out": out},
                   directories=["--out"])  # also checks that --out is replaceable
     req = None
-    ignored = [name for name, value, default in (
-        ("--to", to, None), ("--kx", kx, "2"), ("--stroke-preference", stroke_preference, 0.0),
-        ("--relax", relax, "none"), ("--speed-scale", speed_scale, 1.0))
-        if value not in (default, [], ())]
+    ignored = given_options(ctx, ("to", "kx", "stroke_preference", "relax", "speed_scale"))
     if ignored and not task:  # (they would be silently ignored)
         raise UsageError(f"{', '.join(ignored)}: task options; give --controller task with "
                          "--task NAME, or drop them")
