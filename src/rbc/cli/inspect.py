@@ -11,7 +11,6 @@ from rich.console import Console
 from rich.table import Table
 
 from rbc.cli.app import app
-from rbc.errors import RbcError
 
 
 @app.command("inspect")
@@ -21,9 +20,11 @@ def inspect_command(
 ) -> None:
     """Print bodies, joints, κ, cycle rank, tree and cut joints, paths, modules, coordinates."""
     from rbc.ir.summary import summarize
+    from rbc.model.compiled import CompiledModel
+    from rbc.model.dynamics import low_inertia_report
 
     s = summarize(bundle)
-    s["low_inertia"] = _low_inertia(bundle)
+    s["low_inertia"] = low_inertia_report(CompiledModel.from_bundle(bundle))
     if as_json:
         typer.echo(json.dumps(s, indent=2))
         return
@@ -97,37 +98,6 @@ def _port(a: dict) -> str:
     return a["port"]
 
 
-#: ``inspect`` evaluates the reduced inertia only up to this many tree speeds (Pinocchio's
-#: per-model data holds dense nv × nv matrices).
-INERTIA_REPORT_MAX_NV = 600
-
-
-def _low_inertia(bundle: Path) -> dict:
-    """``low_inertia`` of ``inspect --json`` (docs/cli.md): independent speeds of the default
-    partition that carry almost no inertia at q_ref."""
-    from rbc.model.compiled import CompiledModel
-    from rbc.model.dynamics import LOW_INERTIA_RTOL, DynamicsModel, low_inertia_speeds
-    from rbc.model.solve import get_partition
-
-    kin = CompiledModel.from_bundle(bundle)
-    out = {"partition": None, "limit": LOW_INERTIA_RTOL, "evaluated": False,
-           "directions": [], "why": ""}
-    if not kin.partitions:
-        out["why"] = "no partition"
-        return out
-    part = get_partition(kin, None)
-    out["partition"] = part.name
-    if kin.nv_tree > INERTIA_REPORT_MAX_NV:
-        out["why"] = f"{kin.nv_tree} tree speeds (more than {INERTIA_REPORT_MAX_NV})"
-        return out
-    try:
-        dirs = low_inertia_speeds(DynamicsModel.build(kin), part, part.q_ref)
-    except RbcError as err:  # e.g. a tree the dynamics model cannot build
-        out["why"] = str(err)
-        return out
-    out["evaluated"] = True
-    out["directions"] = [{"speeds": list(n), "ratio": r} for n, r in dirs]
-    return out
 def _composition(con: Console, c: dict) -> None:
     con.print(f"  composition {c['name']}: members "
               + ", ".join(f"{m['name']} ({m['record']}, {m['bundle']}, partition "

@@ -439,3 +439,39 @@ def low_inertia_speeds(dm: DynamicsModel, part: Partition, q: np.ndarray
     names = [dm.kin.v_names[int(j)] for j in part.independent]
     return [(tuple(names[i] for i in np.flatnonzero(np.abs(V[:, n]) > DOMINANT_COMPONENT)),
              float(w[n] / top)) for n in range(len(w)) if w[n] < LOW_INERTIA_RTOL * top]
+
+
+#: :func:`low_inertia_report` evaluates the reduced inertia only up to this many tree speeds
+#: (Pinocchio's per-model data holds dense nv × nv matrices).
+INERTIA_REPORT_MAX_NV = 600
+
+
+def low_inertia_report(kin: CompiledModel) -> dict:
+    """``low_inertia`` of ``rbc inspect --json`` (docs/cli.md): the independent speeds of the
+    default partition that carry almost no inertia at its q_ref.
+
+    Returns:
+        ``{"partition", "limit", "evaluated", "directions": [{"speeds", "ratio"}…], "why"}``;
+        ``evaluated`` is False (with ``why``) without a partition, beyond
+        :data:`INERTIA_REPORT_MAX_NV` tree speeds, or when the dynamics cannot be built.
+    """
+    from rbc.model.solve import get_partition
+
+    out = {"partition": None, "limit": LOW_INERTIA_RTOL, "evaluated": False,
+           "directions": [], "why": ""}
+    if not kin.partitions:
+        out["why"] = "no partition"
+        return out
+    part = get_partition(kin, None)
+    out["partition"] = part.name
+    if kin.nv_tree > INERTIA_REPORT_MAX_NV:
+        out["why"] = f"{kin.nv_tree} tree speeds (more than {INERTIA_REPORT_MAX_NV})"
+        return out
+    try:
+        dirs = low_inertia_speeds(DynamicsModel.build(kin), part, part.q_ref)
+    except RbcError as err:  # e.g. a tree the dynamics model cannot build
+        out["why"] = str(err)
+        return out
+    out["evaluated"] = True
+    out["directions"] = [{"speeds": list(n), "ratio": r} for n, r in dirs]
+    return out
