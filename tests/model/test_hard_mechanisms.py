@@ -66,7 +66,11 @@ def test_bricard_is_overconstrained_with_mobility_one():
         q = solve(model, part, {j1: phi}).q
         theta = np.array([coordinate_value(model, q, model.v_names.index(f"J{i}"))
                           for i in range(1, 7)])
+        # measured 1.3e-14: the solve closes to round-off and the generator's loop product is
+        # a few hundred flops of O(1) numbers; 1e-12 leaves two decades of margin
         assert np.abs(gen.bricard_loop(theta) - np.eye(4)).max() < 1e-12
+        # measured 4.4e-14: equal alternate angles up to round-off of the rank-5 solve; 1e-10
+        # also covers the angles' worse conditioning near the mode's branch points
         assert np.ptp(theta[0::2]) < 1e-10 and np.ptp(theta[1::2]) < 1e-10
         assert theta[1] == pytest.approx(gen.bricard_even(phi), abs=1e-10)
         assert partition_at(model, q).rank == 5
@@ -116,6 +120,8 @@ def test_jansen_sixteen_crank_angles_stay_on_the_reference_branch():
         r = solve(model, part, {j: theta})
         largest = max(largest, r.stats.largest_step)
         foot = jansen_foot(model, r.q)
+        # a wrong branch moves the foot by centimetres; 1e-9 m is the solve tolerance times
+        # the linkage's lever ratios (~10) with margin (measured 2.2e-13 m)
         assert np.abs(foot - gen.jansen_points(theta)["G"]).max() < 1e-9, k
         assert np.abs(foot - chained[k]).max() < 1e-9, k
     assert 0.4 < largest <= MAX_STEP * (1 + 1e-12)
@@ -175,6 +181,8 @@ def test_parallelogram_has_a_constant_lift():
     for x in (0.5, 1.6, 2.6):
         q = solve(model, part, {a: x}).q
         L = lift(model, part, q)
+        # a parallelogram's lift is constant in exact arithmetic: only round-off of O(1)
+        # entries through a 6-row solve remains
         assert np.abs(L.E - E0).max() < 1e-12
         _, edu = curvature(model, part, q, np.array([3.0]), L)
         assert np.abs(edu).max() < 1e-12
@@ -242,6 +250,7 @@ def test_stewart66_has_several_assembly_modes():
     assert len(home) == 1
     ell = np.array([coordinate_value(model, part.q_ref, model.v_names.index(f"P{i}"))
                     for i in range(1, 7)])
+    # the reference is closed to 1e-13 and the legs are its own coordinates (m, O(1))
     assert np.abs(ell - legs).max() < 1e-12
 
 
