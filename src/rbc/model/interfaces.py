@@ -59,7 +59,6 @@ class PortMap:
             ports; zero rows for distance and profile ports).
         linear_q: (n_act, nq) the coefficients of the linear ports in the q columns
             (``ℓ = linear_q @ q`` for joint and tendon ports).
-        reduction: (n_act,) transmission ratio N (motor speed per port speed).
         single: (n_act,) whether each port is one joint's coordinate (coefficient 1).
         edges: per port, the edges of the joints it reads (none for a distance port).
         varying: indices of the ports whose ``J_ℓ`` depends on q (distance, profile).
@@ -70,7 +69,6 @@ class PortMap:
     kinds: tuple[str, ...]
     linear_jacobian: np.ndarray
     linear_q: np.ndarray
-    reduction: np.ndarray
     single: np.ndarray
     edges: tuple[tuple[int, ...], ...]
     varying: tuple[int, ...]
@@ -98,12 +96,6 @@ class PortMap:
         self._joint_ports("columns")
         return (np.argmax(self.linear_jacobian, axis=1) if self.names
                 else np.zeros(0, np.int64))
-
-    @property
-    def q_index(self) -> np.ndarray:
-        """(n_act,) q-index of each port coordinate — joint ports only (else ValueError)."""
-        self._joint_ports("q_index")
-        return np.argmax(self.linear_q, axis=1) if self.names else np.zeros(0, np.int64)
 
     def _varying_names(self) -> str:
         return ", ".join(self.names[i] for i in sorted(self.varying))
@@ -138,7 +130,6 @@ def ports(model: CompiledModel) -> PortMap:
         kinds=tuple(a.kind for a in acts),
         linear_jacobian=J,
         linear_q=Q,
-        reduction=np.array([a.transmission.reduction for a in acts], dtype=float),
         single=np.array([a.joint is not None for a in acts], dtype=bool),
         edges=tuple(edges),
         varying=tuple(i for i, a in enumerate(acts) if a.kind in ("distance", "profile")),
