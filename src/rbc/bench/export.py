@@ -22,7 +22,6 @@ refuses says so (``loads: false`` with MuJoCo's message), as ``rbc compile --mjc
 from __future__ import annotations
 
 import json
-import resource
 import subprocess
 import sys
 import tempfile
@@ -31,19 +30,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rbc.bench.compile import chain_record
-
-
-def _peak_mb() -> float:
-    """Peak resident memory of this process image [MB]: Linux's ``VmHWM`` (ru_maxrss keeps
-    the high-water mark of the process before ``exec``, i.e. of the parent at fork, so it
-    would report the parent's compile); ru_maxrss where /proc is not available."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return float(line.split()[1]) / 1024.0  # kB
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+from rbc.bench.memory import peak_resident_mib
 
 
 def export_once(bundle: str | Path) -> dict:
@@ -60,11 +47,11 @@ def export_once(bundle: str | Path) -> dict:
 
     model = CompiledModel.from_bundle(bundle)
     part = model.partitions.get("default") or next(iter(model.partitions.values()))
-    before = _peak_mb()
+    before = peak_resident_mib()
     t0 = time.perf_counter()
     text = export_mjcf(model, part).to_string()
     t1 = time.perf_counter()
-    after_export = _peak_mb()
+    after_export = peak_resident_mib()
     loads, message = True, ""
     try:
         check_loads(text, str(bundle))
@@ -73,7 +60,7 @@ def export_once(bundle: str | Path) -> dict:
     t2 = time.perf_counter()
     return {"joints": len(model.record.joints), "export_seconds": t1 - t0,
             "load_seconds": t2 - t1, "peak_mb_before": before,
-            "peak_mb_export": after_export, "peak_mb_load": _peak_mb(),
+            "peak_mb_export": after_export, "peak_mb_load": peak_resident_mib(),
             "xml_mb": len(text.encode()) / 1e6, "loads": loads, "message": message}
 
 

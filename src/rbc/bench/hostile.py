@@ -443,19 +443,17 @@ class Outcome:
     ok: bool
 
 
-#: The child: rbc's main(), then its own high-water resident set (VmHWM) written to the
-#: file named first. (``ru_maxrss`` from ``wait4`` would include the forking parent's
-#: memory, which Linux carries over exec.)
+#: The child: rbc's main(), then its own peak resident memory
+#: (:func:`rbc.bench.memory.peak_resident_mib`) written to the file named first.
 _CHILD = """
 import sys
 from rbc.cli.main import main
 try:
     code = main(sys.argv[2:])
 finally:
-    with open("/proc/self/status") as f:
-        hwm = next(line.split()[1] for line in f if line.startswith("VmHWM:"))
+    from rbc.bench.memory import peak_resident_mib
     with open(sys.argv[1], "w") as f:
-        f.write(hwm)
+        f.write(repr(peak_resident_mib()))
 sys.exit(code)
 """
 
@@ -463,7 +461,8 @@ sys.exit(code)
 def _run(argv: list[str], cwd: Path, timeout: float) -> tuple[int, float, float, str]:
     """Run ``rbc argv`` in a fresh interpreter; (status, peak RSS [MiB], wall [s], stderr).
 
-    A run still going after ``timeout`` s is killed (status −9, peak from ``wait4``)."""
+    A run still going after ``timeout`` s is killed (status −9; its peak is NaN: a killed
+    child never writes it)."""
     err_path, hwm_path = cwd / ".stderr", cwd / ".hwm"
     with open(err_path, "wb") as err, open(os.devnull, "wb") as out:
         t0 = time.perf_counter()
@@ -476,7 +475,7 @@ def _run(argv: list[str], cwd: Path, timeout: float) -> tuple[int, float, float,
             proc.wait()
         seconds = time.perf_counter() - t0
     text = err_path.read_text(errors="replace")
-    peak = float(hwm_path.read_text()) / 1024.0 if hwm_path.exists() else float("nan")
+    peak = float(hwm_path.read_text()) if hwm_path.exists() else float("nan")
     for p in (err_path, hwm_path):
         p.unlink(missing_ok=True)
     return proc.returncode, peak, seconds, text
