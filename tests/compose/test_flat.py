@@ -117,3 +117,34 @@ def test_support_wrench_map_is_affine_in_the_efforts(systems):
         W = chord_wrenches(mm, data, T, forward_dynamics(T, u), f).by_name()
         want = np.array([W[s + ".support"] for s in md.supports])
         assert np.abs(m(f) - want).max() <= 1e-12 * max(1.0, np.abs(want).max())
+
+
+@pytest.mark.parametrize("name", ["boom_cylinder_distance", "cam_follower",
+                                  "fourbar_polynomial_cut"])
+def test_flat_record_prefixes_every_port_kind_and_nonlinear_coupling(name):
+    """Distance and profile ports and nonlinear couplings name bodies and joints too: the flat
+    record of two copies prefixes them all (it parses, so every reference resolves) and
+    each copy's actuators and couplings equal the member's own but for the prefix."""
+    from pathlib import Path
+
+    from rbc.compose.flat import prefixed
+    from rbc.ir.schema import parse_record
+
+    rec = parse_record(Path(__file__).parents[1] / "model" / "records" / f"{name}.yaml")
+    flat = flat_record("two", [("a", rec), ("b", rec)])
+    assert len(flat.actuators) == 2 * len(rec.actuators)
+    assert len(flat.couplings) == 2 * len(rec.couplings)
+    for m, half in (("a", 0), ("b", 1)):
+        n = len(rec.actuators)
+        for own, copy in zip(rec.actuators, flat.actuators[half * n:(half + 1) * n],
+                             strict=True):
+            assert copy.name == prefixed(m, own.name) and copy.kind == own.kind
+            assert copy.port_joints == tuple(prefixed(m, j) for j in own.port_joints)
+            if own.distance is not None:
+                assert [e.body for e in copy.distance] == [prefixed(m, e.body)
+                                                          for e in own.distance]
+        n = len(rec.couplings)
+        for own, copy in zip(rec.couplings, flat.couplings[half * n:(half + 1) * n],
+                             strict=True):
+            assert copy.joints == tuple(prefixed(m, j) for j in own.joints)
+            assert copy.profile == own.profile

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -10,8 +11,10 @@ from rbc.ir.render import record_yaml
 from rbc.ir.schema import parse_record, parse_record_text
 from tests.conftest import RECORDS
 
-FILES = sorted(p for p in RECORDS.glob("**/*.yaml")
-               if p.parent.name in ("records", "humanoid", "examples"))
+MODEL_RECORDS = Path(__file__).parents[1] / "model" / "records"  # new port kinds, couplings
+FILES = sorted([p for p in RECORDS.glob("**/*.yaml")
+                if p.parent.name in ("records", "humanoid", "examples", "hard")]
+               + list(MODEL_RECORDS.glob("*.yaml")))
 
 
 def _fields(record):
@@ -43,4 +46,23 @@ def test_round_trip(path):
         rec = parse_record(path)
     except Exception:  # noqa: BLE001 (composition files live beside the humanoid records)
         pytest.skip("not a record")
+    _close(_fields(rec), _fields(parse_record_text(record_yaml(rec))))
+
+
+def test_round_trip_of_profile_velocity_ports_and_a_declared_cut():
+    """The port kinds and keys no shipped file uses: a profile port with a unit, a velocity
+    port on a ball joint's angular-velocity component, ``cut: required``."""
+    from tests.model.test_ports import PROFILE_RECORD
+
+    rec = parse_record_text(PROFILE_RECORD)
+    _close(_fields(rec), _fields(parse_record_text(record_yaml(rec))))
+    text = (RECORDS / "hard" / "rssr.yaml").read_text(encoding="utf-8")
+    rec = parse_record_text(text.replace("actuators:", "actuators:\n- {name: spin_drive, "
+                                         "velocity: {S1.wx: 1.0}, unit: rad}", 1))
+    assert rec.actuators[0].kind == "velocity"
+    again = parse_record_text(record_yaml(rec))
+    _close(_fields(rec), _fields(again))
+    doc = (RECORDS / "fourbar.yaml").read_text(encoding="utf-8")
+    rec = parse_record_text(doc.replace("  - name: A\n", "  - name: A\n    cut: required\n", 1))
+    assert [j.name for j in rec.joints if j.cut_required] == ["A"]
     _close(_fields(rec), _fields(parse_record_text(record_yaml(rec))))

@@ -75,7 +75,7 @@ from rbc.model.dynamics import (
     tree_terms,
     wrench_efforts,
 )
-from rbc.model.interfaces import ports
+from rbc.model.interfaces import port_jacobian
 from rbc.model.tree import inertia_tensor
 
 
@@ -324,14 +324,14 @@ def composed_terms(mm: MemberModel, data: DynamicsData, q: np.ndarray, u: np.nda
         Gamma = Gamma + Jr.T @ (p.alpha[:, None] * Jr)
         C = C + Jr.T @ (p.alpha[:, None] * Jrd)
     D = E.T @ (mm.damping[:, None] * E)
-    pm = ports(mm.kin)
+    Jl = port_jacobian(mm.kin, q)  # J_ℓ(q): distance and profile ports depend on q
     tau, coul = passive_efforts(mm.dm, q, v)
     tau = tau + mm.damping * v
     if wrenches:
         tau = tau + wrench_efforts(mm.dm, q, wrenches)
     if f is not None:
-        tau = tau + pm.jacobian.T @ np.asarray(f, dtype=float)
-    return ComposedTerms(0.5 * (Gamma + Gamma.T), C, g, D, pm.jacobian @ E, E.T @ tau,
+        tau = tau + Jl.T @ np.asarray(f, dtype=float)
+    return ComposedTerms(0.5 * (Gamma + Gamma.T), C, g, D, Jl @ E, E.T @ tau,
                          E.T @ coul, v, edu, L_, bk)
 
 

@@ -30,7 +30,7 @@ import pinocchio as pin
 from rbc.errors import CompileError
 from rbc.ir import spatial as sp
 from rbc.ir.modules import Modules
-from rbc.ir.record import Attachment, Joint, JointEffort, Pose, Record, SpringForce
+from rbc.ir.record import Actuator, Attachment, Joint, JointEffort, Pose, Record, SpringForce
 from rbc.ir.render import record_yaml
 from rbc.ir.schema import parse_record_text
 from rbc.model.compiled import CompiledModel, Partition
@@ -43,6 +43,17 @@ SEP = "/"
 def prefixed(member: str, name: str) -> str:
     """The flat name of a member's ``name``: ``member/name``."""
     return f"{member}{SEP}{name}"
+
+
+def _member_actuator(a: Actuator, p) -> Actuator:
+    """An actuator with the joint and body names of every port kind prefixed by ``p``."""
+    return replace(
+        a, name=p(a.name), joint=p(a.joint) if a.joint else None,
+        terms=tuple((p(n), c) for n, c in a.terms),
+        distance=(None if a.distance is None else
+                  tuple(Attachment(p(e.body), e.xyz) for e in a.distance)),
+        profile=None if a.profile is None else (p(a.profile[0]), a.profile[1]),
+        velocity=tuple((p(n), k, c) for n, k, c in a.velocity))
 
 
 def member_record(record: Record, member: str) -> Record:
@@ -60,10 +71,10 @@ def member_record(record: Record, member: str) -> Record:
         bodies=tuple(replace(b, name=p(b.name)) for b in record.bodies),
         joints=tuple(replace(j, name=p(j.name), parent=p(j.parent), child=p(j.child))
                      for j in record.joints),
-        actuators=tuple(replace(a, name=p(a.name), joint=p(a.joint) if a.joint else None,
-                                terms=tuple((p(n), c) for n, c in a.terms))
-                        for a in record.actuators),
-        couplings=tuple(replace(c, name=p(c.name), terms=tuple((p(n), x) for n, x in c.terms))
+        actuators=tuple(_member_actuator(a, p) for a in record.actuators),
+        couplings=tuple(replace(c, name=p(c.name), terms=tuple((p(n), x) for n, x in c.terms),
+                                joint=p(c.joint) if c.joint else None,
+                                input=p(c.input) if c.input else None)
                         for c in record.couplings),
         forces=forces,
         supports=tuple(replace(s, name=p(s.name), body=p(s.body)) for s in record.supports),

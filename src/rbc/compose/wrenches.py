@@ -33,7 +33,7 @@ import numpy as np
 
 from rbc.compose.dynamics import ComposedTerms, MemberModel, forward_dynamics
 from rbc.model.dynamics import DynamicsData, passive_efforts, tree_terms
-from rbc.model.interfaces import ports
+from rbc.model.interfaces import port_jacobian
 from rbc.model.reactions import constraint_map
 
 #: Singular values of Aᵀ above this fraction of the largest are kept (the reactions
@@ -97,7 +97,7 @@ def _rhs(mm: MemberModel, data: DynamicsData, terms: ComposedTerms, udot: np.nda
     smooth, coul = passive_efforts(mm.dm, terms.lift.q, terms.v)
     tau = smooth + coul
     if f is not None:
-        tau = tau + ports(k).jacobian.T @ np.asarray(f, dtype=float)
+        tau = tau + port_jacobian(k, terms.lift.q).T @ np.asarray(f, dtype=float)
     need = -tau
     need[:nt] += tt.M @ a[:nt] + tt.h + tt.g
     return need
@@ -158,7 +158,7 @@ def support_wrench_map(mm: MemberModel, data: DynamicsData, terms: ComposedTerms
     X = _pinv(At)
     need0 = _rhs(mm, data, terms, udot0, None)
     tt = tree_terms(mm.dm, data, q, terms.v)
-    Jl = ports(k).jacobian
+    Jl = port_jacobian(k, q)
     sens = np.linalg.solve(terms.Gamma, terms.L.T)  # u̇ per unit f
     N = -Jl.T.copy()
     N[:nt] += tt.M @ (terms.lift.E[:nt] @ sens)

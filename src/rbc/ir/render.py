@@ -21,14 +21,19 @@ import yaml
 from rbc.ir.record import (
     DEFAULT_FRICTION,
     SCHEMA_VERSION,
+    Actuator,
+    Attachment,
     Body,
+    Coupling,
     Geometry,
     Joint,
     JointEffort,
     Pose,
+    Profile,
     Record,
     SpringForce,
     Support,
+    coordinate_names,
 )
 
 
@@ -104,15 +109,50 @@ def _joint(j: Joint) -> dict:
         out["initial"] = _coords(j.initial)
     if j.cut_prefer:
         out["cut"] = "prefer"
+    if j.cut_required:
+        out["cut"] = "required"
     return out
 
 
-def _actuator(a) -> dict:
-    out: dict = {"name": a.name}
+def _attachment(a: Attachment) -> dict:
+    return {"body": a.body, "xyz": _floats(a.xyz)}
+
+
+def _profile(p: Profile) -> dict:
+    """A profile's keys (schema ``PROFILE_KEYS``) with its ``type``."""
+    if p.type == "polynomial":
+        return {"type": p.type, "coefficients": _floats(p.coefficients), "center": _f(p.center)}
+    out = {"type": p.type, "x": _floats(p.x), "y": _floats(p.y), "slope": _floats(p.slope)}
+    if p.periodic:
+        out["periodic"] = True
+    return out
+
+
+def _port(a: Actuator, joints: dict[str, Joint]) -> dict:
+    """The one port key of an actuator (schema ``PORT_KEYS``)."""
+    if a.joint is not None:
+        return {"joint": a.joint}
     if a.terms:
-        out["terms"] = {n: _f(c) for n, c in a.terms}
-    else:
-        out["joint"] = a.joint
+        return {"terms": {n: _f(c) for n, c in a.terms}}
+    if a.distance is not None:
+        return {"distance": {"a": _attachment(a.distance[0]), "b": _attachment(a.distance[1])}}
+    if a.profile is not None:
+        return {"profile": {"joint": a.profile[0], **_profile(a.profile[1])}}
+    names = {j: coordinate_names(joints[j].type, j)[1] for j, _, _ in a.velocity}
+    return {"velocity": {names[j][k]: _f(c) for j, k, c in a.velocity}}
+
+
+def _coupling(c: Coupling) -> dict:
+    if c.profile is None:
+        return {"name": c.name, "type": c.type, "terms": {n: _f(x) for n, x in c.terms},
+                "offset": _f(c.offset)}
+    return {"name": c.name, **_profile(c.profile), "joint": c.joint, "input": c.input}
+
+
+def _actuator(a: Actuator, joints: dict[str, Joint]) -> dict:
+    out: dict = {"name": a.name, **_port(a, joints)}
+    if a.unit:
+        out["unit"] = a.unit
     t = a.transmission
     out["transmission"] = ({"type": "gear", "ratio": _f(t.ratio)} if t.type == "gear" else
                            {"type": "screw", "lead": _f(t.lead)} if t.type == "screw" else
@@ -159,11 +199,10 @@ def record_document(record: Record) -> dict:
                  "bodies": [_body(b) for b in record.bodies],
                  "joints": [_joint(j) for j in record.joints]}
     if record.actuators:
-        out["actuators"] = [_actuator(a) for a in record.actuators]
+        joints = {j.name: j for j in record.joints}
+        out["actuators"] = [_actuator(a, joints) for a in record.actuators]
     if record.couplings:
-        out["couplings"] = [{"name": c.name, "type": c.type,
-                             "terms": {n: _f(x) for n, x in c.terms},
-                             "offset": _f(c.offset)} for c in record.couplings]
+        out["couplings"] = [_coupling(c) for c in record.couplings]
     if record.forces:
         out["forces"] = [_force(f) for f in record.forces]
     if record.supports:
