@@ -89,13 +89,13 @@ def _about(W: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 
 def _rhs(mm: MemberModel, data: DynamicsData, terms: ComposedTerms, udot: np.ndarray,
-         f: np.ndarray | None) -> np.ndarray:
+         f: np.ndarray | None, coulomb: bool = True) -> np.ndarray:
     k = mm.kin
     nt = k.nv_tree
     a = terms.lift.E @ udot + terms.edu
     tt = tree_terms(mm.dm, data, terms.lift.q, terms.v)
     smooth, coul = passive_efforts(mm.dm, terms.lift.q, terms.v)
-    tau = smooth + coul
+    tau = smooth + coul if coulomb else smooth
     if f is not None:
         tau = tau + port_jacobian(k, terms.lift.q).T @ np.asarray(f, dtype=float)
     need = -tau
@@ -145,18 +145,20 @@ class SupportWrenchMap:
         return self.lam0 + self.Lam @ np.asarray(f, dtype=float)
 
 
-def support_wrench_map(mm: MemberModel, data: DynamicsData, terms: ComposedTerms
-                       ) -> SupportWrenchMap:
+def support_wrench_map(mm: MemberModel, data: DynamicsData, terms: ComposedTerms,
+                       coulomb: bool = True) -> SupportWrenchMap:
     """λ_b(f) at the state of ``terms`` (computed without port efforts; module docstring):
-    forward dynamics for each f, so the accelerations are the ones the efforts induce."""
+    forward dynamics for each f, so the accelerations are the ones the efforts induce.
+    ``coulomb=False`` leaves the model's Coulomb friction out of both (a friction-free
+    nominal model, as effort allocation with separate friction compensation uses)."""
     k = mm.kin
     nt = k.nv_tree
     q = terms.lift.q
     u0 = _speeds(terms)
-    udot0 = forward_dynamics(terms, u0)
+    udot0 = forward_dynamics(terms, u0, coulomb=coulomb)
     At = constraint_map(mm.dm, data, q)
     X = _pinv(At)
-    need0 = _rhs(mm, data, terms, udot0, None)
+    need0 = _rhs(mm, data, terms, udot0, None, coulomb)
     tt = tree_terms(mm.dm, data, q, terms.v)
     Jl = port_jacobian(k, q)
     sens = np.linalg.solve(terms.Gamma, terms.L.T)  # u̇ per unit f
