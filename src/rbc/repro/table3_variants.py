@@ -31,7 +31,9 @@ random speeds and efforts; quick: one variant, two states): the tree acceleratio
 partitions at the same (q, v) against the 50-digit KKT solution, Pinocchio's
 ``constraintDynamics`` and each other (δ_a).
 
-The Go2 part of the issue (support sets and foot-task plans) is not in this target yet.
+**Go2** (:mod:`rbc.repro.table3_go2`): twelve edits of ``records/go2.yaml`` compiled with
+every support mode (144 modes), task plans in the actuated support sets (60 plans) checked at
+five configurations each (300).
 """
 
 from __future__ import annotations
@@ -41,15 +43,23 @@ import copy
 import numpy as np
 import yaml
 
-from rbc.model.tree import inertia_tensor
-from rbc.repro import models
+from rbc.repro import models, table3_go2
 from rbc.repro.outcome import Outcome, Table
 from rbc.repro.plots import pyplot, save
+from rbc.repro.record_edits import (
+    actuators_reversed,
+    added_mass,
+    edit_bodies,
+    reexpress,
+    shift_joint_frames,
+    shuffled,
+    turned_inertia,
+)
 from rbc.repro.report import fmt
 from rbc.verify.checks import make_check
 
 TITLE = ("Table 3: representation invariance under edited records (Stewart 72 models, "
-         "excavator 12 × 2 partitions)")
+         "excavator 12 × 2 partitions, Go2 12 × 12 modes)")
 ROBOT = "stewart"
 SPHERES = tuple(f"S{i}" for i in range(1, 7))
 WITNESSES = {False: 5, True: 2}
@@ -70,73 +80,6 @@ GAP_LIMIT = 1e-12  # [m] the witnesses close to 1e-15 (∞-norm of ρ); 1000× m
 #: Centred differences at ε = 1e-6 carry ~1e-10 relative truncation and round-off (the
 #: paper: 3.01e-10); 1e-8 separates that from a wrong Jacobian entry (O(1)).
 FD_LIMIT = 1e-8
-
-
-def _frame_pose(entry: dict | None):
-    """``pin.SE3`` of a record frame ``{xyz, rpy | quat}``."""
-    import pinocchio as pin
-
-    from rbc.ir import spatial as sp
-
-    entry = entry or {}
-    R = np.eye(3)
-    if "quat" in entry:
-        R = sp.rotation_from_quat(np.asarray(entry["quat"], dtype=float))
-    elif "rpy" in entry:
-        R = sp.rotation_from_rpy(np.asarray(entry["rpy"], dtype=float))
-    return pin.SE3(R, np.asarray(entry.get("xyz", [0, 0, 0]), dtype=float))
-
-
-def _frame_entry(T) -> dict:
-    """The record frame document ``{xyz, quat}`` of a ``pin.SE3`` (identity parts omitted)."""
-    from rbc.ir import spatial as sp
-    from rbc.ir.render import pose_document
-
-    return pose_document(sp.pose_from_se3(T))
-
-
-def _i6(J: np.ndarray) -> list[float]:
-    """The record's ``[ixx iyy izz ixy ixz iyz]`` of a (3, 3) tensor (inverse of
-    :func:`rbc.model.tree.inertia_tensor`)."""
-    return [float(J[0, 0]), float(J[1, 1]), float(J[2, 2]), float(J[0, 1]), float(J[0, 2]),
-            float(J[1, 2])]
-
-
-def reexpress(doc: dict, body: str, xyz, rpy) -> dict:
-    """The same physics with ``body``'s frame moved by ``T = (rpy, xyz)`` (new frame = old ·
-    T): its COM, inertia, the joint frames attached to it, its tasks and named frames are
-    rewritten in the new frame; joint ``initial`` values are unchanged (X = A Q B⁻¹ keeps Q).
-    """
-    import pinocchio as pin
-
-    from rbc.ir import spatial as sp
-
-    T = pin.SE3(sp.rotation_from_rpy(np.asarray(rpy, dtype=float)),
-                np.asarray(xyz, dtype=float))
-    Ti = T.inverse()
-    out = copy.deepcopy(doc)
-    for b in out["bodies"]:
-        if b["name"] != body:
-            continue
-        R = T.rotation
-        b["com"] = [float(x) for x in Ti.act(np.asarray(b.get("com", [0, 0, 0]), float))]
-        b["inertia"] = _i6(R.T @ inertia_tensor(b["inertia"]) @ R)
-    for j in out["joints"]:
-        for side, key in (("parent", "parent_frame"), ("child", "child_frame")):
-            if j[side] == body:
-                j[key] = _frame_entry(Ti * _frame_pose(j.get(key)))
-    for t in out.get("tasks", []):
-        if t["body"] == body:
-            pose = _frame_pose({k: t.pop(k) for k in ("xyz", "rpy", "quat") if k in t})
-            t.update(_frame_entry(Ti * pose))
-    return out
-
-
-def _edit_bodies(doc: dict, fn) -> dict:
-    out = copy.deepcopy(doc)
-    for b in out["bodies"]:
-        fn(b)
-    return out
 
 
 def _scale_platform_anchors(doc: dict, s: float) -> dict:
@@ -167,77 +110,25 @@ def _platform(b: dict, mass: float | None = None, com=None, scale: float = 1.0) 
         b["inertia"] = [scale * float(x) for x in b["inertia"]]
 
 
-def _inertia(b: dict, prefix: str, factor: float, rpy) -> None:
-    """Bodies named ``prefix…``: inertia ``factor · R I Rᵀ`` (principal axes turned by
-    ``rpy``, products appear; a uniform scale and a rotation keep the triangle inequality)."""
-    from rbc.ir import spatial as sp
-
-    if b["name"].startswith(prefix):
-        R = sp.rotation_from_rpy(np.asarray(rpy, dtype=float))
-        b["inertia"] = _i6(factor * R @ inertia_tensor(b["inertia"]) @ R.T)
-
-
-def _body(name: str, mass: float = 0.0, com=None) -> callable:
-    """An edit adding ``mass`` [kg] to body ``name`` (its COM moved to ``com`` when given)."""
-    def edit(b: dict) -> None:
-        if b["name"] == name:
-            b["inertia"] = [float(x) * (b["mass"] + mass) / b["mass"] for x in b["inertia"]]
-            b["mass"] = float(b["mass"]) + mass
-            if com is not None:
-                b["com"] = com
-    return edit
-
-
-def _shift_joint_frames(doc: dict, names, seed: int, amplitude: float) -> dict:
-    """Parent frames of the joints ``names`` moved by seeded offsets within ±amplitude [m]
-    in the joint plane (x, z: the excavator's front joints turn about y)."""
-    rng = np.random.default_rng(seed)
-    out = copy.deepcopy(doc)
-    for j in out["joints"]:
-        if j["name"] in names:
-            frame = j.setdefault("parent_frame", {"xyz": [0, 0, 0]})
-            xyz = np.asarray(frame.get("xyz", [0, 0, 0]), dtype=float)
-            xyz[[0, 2]] += rng.uniform(-amplitude, amplitude, 2)
-            frame["xyz"] = [float(x) for x in xyz]
-    return out
-
-
-def _shuffled(doc: dict, seed: int | None) -> dict:
-    """Bodies and joints reversed (seed None) or shuffled by a seeded permutation."""
-    out = copy.deepcopy(doc)
-    for key in ("bodies", "joints"):
-        items = out[key]
-        order = (list(range(len(items)))[::-1] if seed is None
-                 else np.random.default_rng(seed).permutation(len(items)).tolist())
-        out[key] = [items[i] for i in order]
-    return out
-
-
-def _actuators_reversed(doc: dict) -> dict:
-    out = copy.deepcopy(doc)
-    out["actuators"] = out["actuators"][::-1]
-    return out
-
-
 #: name → edit of the record document (module docstring).
 VARIANTS = {
     "record": lambda d: copy.deepcopy(d),
     "geometry: platform anchors ×1.05": lambda d: _scale_platform_anchors(d, 1.05),
     "geometry: base anchors ±5 mm": lambda d: _shift_base_anchors(d, 7),
-    "payload: platform 12 kg, COM offset": lambda d: _edit_bodies(
+    "payload: platform 12 kg, COM offset": lambda d: edit_bodies(
         d, lambda b: _platform(b, 12.0, [0.02, -0.01, 0.04], 1.4)),
-    "payload: platform 14 kg": lambda d: _edit_bodies(d, lambda b: _platform(b, 14.0)),
-    "inertia: rods ×1.5, axes turned": lambda d: _edit_bodies(
-        d, lambda b: _inertia(b, "rod_", 1.5, [0.2, -0.1, 0.3])),
-    "inertia: barrels ×0.7, axes turned": lambda d: _edit_bodies(
-        d, lambda b: _inertia(b, "barrel_", 0.7, [-0.3, 0.4, 0.1])),
+    "payload: platform 14 kg": lambda d: edit_bodies(d, lambda b: _platform(b, 14.0)),
+    "inertia: rods ×1.5, axes turned": lambda d: edit_bodies(
+        d, lambda b: turned_inertia(b, "rod_", 1.5, [0.2, -0.1, 0.3])),
+    "inertia: barrels ×0.7, axes turned": lambda d: edit_bodies(
+        d, lambda b: turned_inertia(b, "barrel_", 0.7, [-0.3, 0.4, 0.1])),
     "body frame: platform moved and turned": lambda d: reexpress(
         d, "platform", [0.01, -0.02, 0.03], [0.1, 0.05, -0.2]),
     "body frame: barrel_3 moved and turned": lambda d: reexpress(
         d, "barrel_3", [0.0, 0.01, 0.1], [0.0, 0.3, 0.7]),
-    "record order: reversed": lambda d: _shuffled(d, None),
-    "record order: shuffled": lambda d: _shuffled(d, 11),
-    "actuator order: reversed": _actuators_reversed,
+    "record order: reversed": lambda d: shuffled(d, None),
+    "record order: shuffled": lambda d: shuffled(d, 11),
+    "actuator order: reversed": actuators_reversed,
 }
 QUICK_VARIANTS = ("record", "body frame: platform moved and turned")
 #: Variants that write the record's own physics differently: their M_r and J_x must equal
@@ -253,24 +144,24 @@ EXCAVATOR_STATES = {False: 5, True: 2}
 #: name → edit of the excavator record (the same kinds of edit as :data:`VARIANTS`).
 EXCAVATOR_VARIANTS = {
     "record": lambda d: copy.deepcopy(d),
-    "geometry: link pins ±2 mm": lambda d: _shift_joint_frames(
+    "geometry: link pins ±2 mm": lambda d: shift_joint_frames(
         d, ("link1_pin", "link2_pin", "link2_bucket_pin"), 3, 2e-3),
-    "geometry: cylinder mounts ±1 cm": lambda d: _shift_joint_frames(
+    "geometry: cylinder mounts ±1 cm": lambda d: shift_joint_frames(
         d, ("boom_cyl_mount", "arm_cyl_mount", "bucket_cyl_mount"), 5, 1e-2),
-    "payload: bucket +300 kg": lambda d: _edit_bodies(d, _body("bucket", 300.0)),
-    "payload: bucket +150 kg, COM moved": lambda d: _edit_bodies(
-        d, _body("bucket", 150.0, [0.6, 0.05, -0.3])),
-    "inertia: arm ×1.3, axes turned": lambda d: _edit_bodies(
-        d, lambda b: _inertia(b, "arm", 1.3, [0.1, 0.2, -0.15])),
-    "inertia: swing ×0.8, axes turned": lambda d: _edit_bodies(
-        d, lambda b: _inertia(b, "swing", 0.8, [0.0, 0.1, 0.3])),
+    "payload: bucket +300 kg": lambda d: edit_bodies(d, added_mass("bucket", 300.0)),
+    "payload: bucket +150 kg, COM moved": lambda d: edit_bodies(
+        d, added_mass("bucket", 150.0, [0.6, 0.05, -0.3])),
+    "inertia: arm ×1.3, axes turned": lambda d: edit_bodies(
+        d, lambda b: turned_inertia(b, "arm", 1.3, [0.1, 0.2, -0.15])),
+    "inertia: swing ×0.8, axes turned": lambda d: edit_bodies(
+        d, lambda b: turned_inertia(b, "swing", 0.8, [0.0, 0.1, 0.3])),
     "body frame: bucket moved and turned": lambda d: reexpress(
         d, "bucket", [0.1, 0.0, -0.2], [0.2, -0.3, 0.1]),
     "body frame: arm moved and turned": lambda d: reexpress(
         d, "arm", [0.5, 0.02, 0.1], [0.0, 0.4, -0.2]),
-    "record order: reversed": lambda d: _shuffled(d, None),
-    "record order: shuffled": lambda d: _shuffled(d, 13),
-    "actuator order: reversed": _actuators_reversed,
+    "record order: reversed": lambda d: shuffled(d, None),
+    "record order: shuffled": lambda d: shuffled(d, 13),
+    "actuator order: reversed": actuators_reversed,
 }
 #: Accelerations: rbc's reduced model against the 50-digit KKT solution and Pinocchio's
 #: constraintDynamics, and between the two partitions at the same (q, v): round-off of the
@@ -399,6 +290,7 @@ def run(ctx) -> Outcome:
              for i, s in enumerate(SPHERES)]
     rows = [r for r in ctx.bag(evaluate, cases, "models") if r is not None]
     exc, n_exc = _excavator(ctx)
+    go2, n_go2 = table3_go2.sweep(ctx)
     table, per_variant = [], {}
     for v in names:
         rs = {r["keep"]: r for r in rows if r["variant"] == v}
@@ -447,6 +339,11 @@ def run(ctx) -> Outcome:
               make_check("table3.sparsity", worst["outside"], FD_LIMIT, "1",
                          "centred differences outside the sparsity pattern")]
     checks += _excavator_checks(exc, n_exc)
+    checks += table3_go2.checks(go2, n_go2)
+    for k in ("modes", "plans", "passed", "configurations"):
+        figures[f"go2.{k}"] = float(sum(r[k] for r in go2))
+    figures["go2.stance_gap_m"] = max((r["gap"] for r in go2), default=np.nan)
+    figures["go2.same_physics_rad"] = table3_go2.same_physics(go2)
     for k in ("kkt50", "pinocchio", "partitions"):
         figures[f"excavator.{k}"] = max((r[k] for r in exc), default=np.nan)
     key = (f"excavator {sum(r['states'] for r in exc) * 2} partition-states: δ_a vs KKT50 "
@@ -455,7 +352,10 @@ def run(ctx) -> Outcome:
            f"Stewart {len(rows)} models, {witnesses} witnesses: M_r {fmt(worst['dM'], 3)} "
            f"(paper 3.77e-15), J_x {fmt(worst['dJ'], 3)} (2.89e-15), gap "
            f"{fmt(worst['gap'], 3)} m (5.72e-16), differentials {fmt(worst['fd'], 3)} "
-           "(3.01e-10)")
+           "(3.01e-10); "
+           f"Go2 {int(figures['go2.modes'])} modes, {int(figures['go2.plans'])} plans "
+           f"(paper 144), {int(figures['go2.passed'])}/{int(figures['go2.configurations'])} "
+           "configuration checks (paper 720)")
     return Outcome(
         figures=figures, key_figures=key,
         setup=("The paper's Stewart sweep is 12 variants × 6 spherical tree-joint choices with "
@@ -466,8 +366,14 @@ def run(ctx) -> Outcome:
                "partitions × five sampled closed states with random speeds and efforts. "
                "The witnesses are "
                "closed to 1e-15 (∞-norm of ρ) instead of the default 1e-13, so the pairing "
-               "measures the representations, not the closure tolerance. The "
-               "Go2 part (support sets and foot-task plans) is not in this target yet."),
+               "measures the representations, not the closure tolerance. Go2: twelve edits of "
+               "records/go2.yaml, each compiled with every support mode (free + 11 support "
+               "sets = the paper's 144 per 12 variants); plans only in the five actuated "
+               "sets (four three-foot stances lifting the swing foot 3 cm, the four-foot "
+               "stance lowering the trunk 2 cm), so 60 plans × 5 configurations = 300 checks "
+               "against the paper's 144 plans and 720 checks: the two-foot sets and free "
+               "flight leave a base direction no actuator drives, which rbc's planner does "
+               "not plan."),
         tables=[Table("Stewart: worst per variant over the six tree choices and witnesses",
                       ("variant", "models", "max ΔM_r / M_r", "max ΔJ_x / J_x",
                        "closure gap [m]", "C vs centred differences",
@@ -476,9 +382,12 @@ def run(ctx) -> Outcome:
                       ("variant", "states", "δ_a vs KKT50", "δ_a vs Pinocchio",
                        "δ_a joint-space vs stroke partition"),
                       tuple((r["variant"], str(r["states"]), fmt(r["kkt50"], 2),
-                             fmt(r["pinocchio"], 2), fmt(r["partitions"], 2)) for r in exc))],
+                             fmt(r["pinocchio"], 2), fmt(r["partitions"], 2)) for r in exc)),
+                Table("Go2: modes, plans and sampled plan configurations per variant",
+                      table3_go2.TABLE_HEADER, table3_go2.table_rows(go2))],
         checks=checks, plots=[_plot(ctx, per_variant)],
-        data={"variants": per_variant, "witness_lengths": lengths.tolist(), "excavator": exc})
+        data={"variants": per_variant, "witness_lengths": lengths.tolist(), "excavator": exc,
+              "go2": go2})
 
 
 def _excavator(ctx) -> tuple[list[dict], int]:
