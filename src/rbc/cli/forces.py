@@ -82,6 +82,10 @@ def forces_command(
         "--partition", help="Stored partition (default: `default`).")] = None,
     mode: Annotated[str | None, typer.Option(
         "--mode", help="Composed bundles: the composed mode (default: the first).")] = None,
+    allocate: Annotated[bool, typer.Option(
+        "--allocate", help="Composed bundles: the efforts from the allocation QP with the "
+        "sole contact-wrench cones (docs/allocation.md) instead of minimum-norm; exit 1 "
+        "if the accelerations cannot be reached inside the cones (slack > 1e-9).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Actuator efforts (inverse dynamics) or accelerations (forward), and the reaction
@@ -93,12 +97,22 @@ def forces_command(
     efforts = _pairs(effort, "--effort") if effort else None
     wrenches = tuple(parse_wrench(w) for w in wrench or ())
     comp, model = _model(bundle, partition, mode)
+    _check_allocate(allocate, comp, bundle, efforts, wrenches)
     u = model.vector(speeds, "independent", "--velocity")
     udot = model.vector(accels, "independent", "--acceleration") if accels else None
     f = model.vector(efforts, "actuators", "--effort") if efforts else None
     state = model.close(sets, speeds=u)
+    alloc = None
+    if allocate:
+        from rbc.control.inverse import allocation_report
+
+        alloc = allocation_report(comp, model.partition, state.q, state.u, udot)
+        if alloc["error"] is None:  # forward dynamics with the allocated efforts
+            f, udot = model.vector(alloc["efforts"], "actuators", "--allocate"), None
     sol = model.reactions(state, udot=udot, efforts=f, wrenches=wrenches)
     doc = {"bundle": str(bundle), **model.forces_report(sol)}
+    if alloc is not None:
+        doc["allocation"] = alloc
     if comp is not None:
         from rbc.compose.wrenches import link_and_support_report
 
@@ -109,8 +123,28 @@ def forces_command(
         typer.echo(json.dumps(doc, indent=2))
     else:
         _print(model.name, doc)
-    if not doc["checks"]["passed"]:
+    if not doc["checks"]["passed"] or (alloc is not None and not alloc["reached"]):
         raise typer.Exit(1)
+
+
+def _check_allocate(allocate: bool, comp, bundle: Path, efforts, wrenches) -> None:
+    """--allocate needs a composed bundle and computes the efforts itself.
+
+    Raises:
+        UsageError: a plain bundle, --effort or --wrench with --allocate.
+    """
+    from rbc.errors import UsageError
+
+    if not allocate:
+        return
+    if comp is None:
+        raise UsageError(f"--allocate allocates efforts on a composed mode's supports; {bundle} "
+                         "is not a composed bundle (rbc compose)")
+    if efforts:
+        raise UsageError("--allocate computes the efforts: drop --effort")
+    if wrenches:
+        raise UsageError("--allocate does not take --wrench (the support-wrench maps of the "
+                         "allocation have no external wrenches)")
 
 
 def _model(bundle: Path, partition: str | None, mode: str | None):
@@ -193,7 +227,30 @@ def _print(name: str, doc: dict) -> None:
             for n, r in doc[kind].items():
                 t.add_row(n, kind[:-1], _vec(r["force"], floor), _vec(r["moment"], floor))
         con.print(t)
+    if "allocation" in doc:
+        _print_allocation(con, doc["allocation"])
     c = doc["checks"]
     con.print(f"check: max |free residual| = {c['free_residual']:.3e} (limit "
               f"{c['free_residual_limit']:.1e} relative, scale {c['scale']:.4g}) "
               + ("[green]pass[/green]" if c["passed"] else "[red]FAIL[/red]"))
+
+
+def _print_allocation(con, a: dict) -> None:
+    from rich.table import Table
+
+    if a["error"] is not None:
+        con.print(f"[red]allocation failed[/red]: {a['error']}")
+        return
+    con.print(f"allocation ({a['phase']}): slack ‖z‖∞ = {a['slack']:.3g}, cone violation "
+              f"{a['cone_violation']:.1e}; active: {', '.join(a['active']) or 'none'}")
+    t = Table()
+    for col in ("support", "normal \\[N]", "CoP \\[m]", "CoP / half-extent",
+                "friction ratio"):
+        t.add_column(col, justify="left" if col == "support" else "right")
+    for n, r in a["supports"].items():
+        cop = r.get("cop")
+        frac = r.get("cop_fraction")
+        fr = r.get("friction_ratio")
+        t.add_row(n, f"{r['normal']:.4g}", "" if cop is None else _vec(cop, 1e-12),
+                  "" if frac is None else _vec(frac, 1e-12), "" if fr is None else f"{fr:.3g}")
+    con.print(t)
