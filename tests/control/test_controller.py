@@ -80,3 +80,32 @@ def test_off_the_reference_the_efforts_give_the_closed_loop_acceleration(sway):
     want = cs.tracking.udot_r - ctrl.gains.k_s * s_ - np.linalg.solve(T.Gamma, T.C @ s_)
     assert np.abs(udot - want).max() <= 1e-9 * max(1.0, np.abs(want).max())
     assert r.t == 0.8
+
+
+def test_unloading_ramp_before_lift_off(sway):
+    """Stepping: the pelvis moves 10 cm over the left sole (period 4 s: there at 2 s) while
+    the right sole's ramp (lift-off at 2 s) takes its load factor from 1 to 0 over the last
+    0.35 s, with η = 2e-4: every instant is reachable, the right sole's normal force stays
+    under its shrinking cap and vanishes at lift-off."""
+    from rbc.control.allocation import AllocationWeights
+    from rbc.control.cones import UnloadingRamp
+
+    mm, part, data = sway
+    a = np.zeros(15)
+    a[4] = 0.10
+    ramp = UnloadingRamp()
+    right = "h/sole_r"
+    ctrl = AllocationController(mm, part, OffsetReference(mm, data, part, part.q_ref, a, 4.0),
+                                weights=AllocationWeights(eta=2e-4),
+                                loads=lambda t: {right: ramp.factor(t, [2.0])})
+    weight = 9.81 * sum(b.mass for b in mm.kin.record.bodies if b.kind != "fixed")
+    normals = []
+    for t in (1.6, 1.7, 1.8, 1.9, 2.0):
+        r = ctrl.reference(t)
+        al = ctrl.step(t, r.q, r.v).allocation
+        sigma = ramp.factor(t, [2.0])
+        assert al.phase == "reachable" and al.cone_violation <= 1e-9
+        assert al.wrenches[1, 5] <= sigma * weight * (1 + 1e-9)
+        normals.append(al.wrenches[1, 5])
+    assert np.all(np.diff(normals) < 0)  # unloading
+    assert np.abs(al.wrenches[1]).max() <= 1e-8 * weight  # σ = 0 at lift-off
