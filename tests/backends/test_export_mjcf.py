@@ -211,8 +211,10 @@ def _readback_passes(model: CompiledModel, xml: Path) -> dict:
 
 
 #: Every shipped record but go2: its point supports are written as zero-size boxes, which
-#: MuJoCo refuses (the support contacts of the export are #17's work in progress).
-EXPORTED = sorted(p.stem for p in RECORDS.glob("*.yaml") if p.stem != "go2")
+#: MuJoCo refuses (the support contacts of the export are #17's work in progress); and but
+#: the rolling ones, which the export refuses (tests/model/test_rolling.py).
+EXPORTED = sorted(p.stem for p in RECORDS.glob("*.yaml")
+                  if p.stem != "go2" and "\nrolling:" not in p.read_text())
 
 
 @pytest.mark.parametrize("name", [*EXPORTED, *VARIANTS])

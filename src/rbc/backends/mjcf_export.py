@@ -578,8 +578,12 @@ def export_mjcf(model: CompiledModel, partition: Partition,
 
     Raises:
         CompileError: a joint with no MuJoCo counterpart (helical; free not at a root), an
-            actuator whose port is not a tree joint, or a helical cut joint.
+            actuator whose port is not a tree joint, a helical cut joint, or rolling wheels
+            (MuJoCo's contacts slip).
     """
+    from rbc.model.rolling import refuse_rolling
+
+    refuse_rolling(model, "the MJCF export")
     rec = model.record
     counts = split_counts(model)
     own = {v: _scaled(_record_inertia(model, v), 1.0 / (counts.get(v, 0) + 1))

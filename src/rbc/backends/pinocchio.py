@@ -342,9 +342,13 @@ def write_pinocchio(kin: CompiledModel, partition: Partition, out_dir: str | Pat
     (``joint1``/``joint2`` ids of :func:`load`'s model).
 
     Raises:
-        PinocchioExportError: an unsupported cut joint type; nothing is written then.
+        PinocchioExportError: an unsupported cut joint type or rolling wheels; nothing is
+            written then.
         UsageError: ``out_dir`` exists and is not an rbc output directory.
     """
+    from rbc.model.rolling import refuse_rolling
+
+    refuse_rolling(kin, "the Pinocchio export", PinocchioExportError)
     pmod = pinocchio_model(kin, partition)
     urdf = etree.tostring(urdf_tree(kin), pretty_print=True, encoding="unicode")
     constraints = yaml.safe_dump(constraints_document(kin, pmod.specs), sort_keys=False)

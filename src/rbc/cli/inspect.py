@@ -22,9 +22,12 @@ def inspect_command(
     from rbc.ir.summary import summarize
     from rbc.model.compiled import CompiledModel
     from rbc.model.dynamics import low_inertia_report
+    from rbc.model.rolling import rolling_report
 
     s = summarize(bundle)
-    s["low_inertia"] = low_inertia_report(CompiledModel.from_bundle(bundle))
+    kin = CompiledModel.from_bundle(bundle)
+    s["low_inertia"] = low_inertia_report(kin)
+    s["rolling"] = rolling_report(kin)
     if as_json:
         typer.echo(json.dumps(s, indent=2))
         return
@@ -48,6 +51,13 @@ def inspect_command(
         con.print(f"  partition {p['name']}: rank {p['rank']}, {p['speeds']} independent speeds "
                   f"({', '.join(p['independent'])}), largest correction block "
                   f"{p['largest_block']}")
+    if s["rolling"]["wheels"]:
+        r = s["rolling"]
+        con.print(f"  rolling ({len(r['wheels'])} wheels: {', '.join(r['wheels'])}): "
+                  f"{r['rows']} velocity rows")
+        for p in r["partitions"]:
+            con.print(f"    on partition {p['name']}: rank {p['rank']}, {p['n_independent']} "
+                      f"rolling-independent speeds ({', '.join(p['independent_speeds']) or '-'})")
     if s["supports"]:
         con.print("  supports: " + ", ".join(f"{x['name']} ({x['kind']} on {x['body']}, "
                                              f"μ {x['friction']:g})" for x in s["supports"]))

@@ -76,6 +76,10 @@ def verify_command(
             dtask = bar.add_task("dynamics", total=dyn.work_units(dynamics_samples))
             checks += dyn.run_dynamic_checks(model, part, samples=dynamics_samples, seed=seed,
                                              progress=lambda n: bar.advance(dtask, n))
+        if model.record.rolling:
+            from rbc.verify.rolling import run_rolling_checks
+
+            checks += run_rolling_checks(model, part, dynamics=dynamics, seed=seed)
         if mjcf is not None or pinocchio is not None:
             from rbc.verify.export_readback import readback_checks
 

@@ -99,6 +99,11 @@ def flat_record(name: str, members: Sequence[tuple[str, Record]],
     if len(g) > 1:
         raise CompileError(f"composition {name}: the members' gravity vectors differ "
                            f"({', '.join(f'{m}: {list(r.gravity)}' for m, r in members)})")
+    rolling = [m for m, r in members if r.rolling]
+    if rolling:  # the composed layers (lift, dynamics, plants) have no rolling layer
+        raise CompileError(f"composition {name}: member(s) {', '.join(rolling)} have rolling "
+                           "wheels, which compositions do not carry; compose members "
+                           "without 'rolling'")
     parts = [member_record(r, m) for m, r in members]
     rec = Record(name=name, gravity=members[0][1].gravity,
                  bodies=tuple(b for r in parts for b in r.bodies),

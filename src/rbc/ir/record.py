@@ -450,6 +450,33 @@ class Support:
 
 
 @dataclass(frozen=True)
+class Rolling:
+    """A wheel rolling without slip on a ground plane fixed in the world (issue #23 item 7).
+
+    The wheel is a disk of ``radius`` about ``axis`` through ``center`` (both in the wheel
+    body's coordinates); the ground is the plane ``normal · x = height`` (world). Its contact
+    point is the disk's point nearest the plane, ``p_c = c − r s`` with ``s`` the unit vector
+    in the disk plane closest to the normal; rolling holds the velocity of the wheel's
+    material point at ``p_c`` at zero (no slip, no lateral motion): three velocity rows
+    (nonholonomic in the plane; the normal row is the gap rate, which the joints may already
+    hold at zero). See docs/records.md and docs/dynamics.md ("Rolling").
+
+    Attributes:
+        name: unique name; wheel: the rolling body; radius [m] > 0; axis: unit spin axis
+        (wheel coordinates); center: [m] (wheel coordinates); normal: unit plane normal
+        (world, pointing from the ground into the wheel); height: [m] plane offset.
+    """
+
+    name: str
+    wheel: str
+    radius: float
+    axis: Vec3
+    center: Vec3 = (0.0, 0.0, 0.0)
+    normal: Vec3 = (0.0, 0.0, 1.0)
+    height: float = 0.0
+
+
+@dataclass(frozen=True)
 class Task:
     """An operational-space task point (``position``) or frame (``pose``) on ``body``."""
 
@@ -468,6 +495,7 @@ class Record:
         gravity: world gravity [m/s²].
         bodies, joints, actuators, couplings, forces, supports, tasks: in record order.
         independent: joint names the user asks to keep independent.
+        rolling: rolling wheels (nonholonomic rows on top of the holonomic reduction).
         source: the file it was read from (``"<string>"`` for text).
         sha256: hex SHA-256 of the source text.
         text: the source text.
@@ -485,6 +513,7 @@ class Record:
     supports: tuple[Support, ...] = ()
     tasks: tuple[Task, ...] = ()
     independent: tuple[str, ...] = ()
+    rolling: tuple[Rolling, ...] = ()
     source: str = "<string>"
     sha256: str = ""
     text: str = field(default="", repr=False)

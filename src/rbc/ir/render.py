@@ -212,6 +212,11 @@ def record_document(record: Record) -> dict:
                          "kind": t.kind} for t in record.tasks]
     if record.independent:
         out["independent"] = list(record.independent)
+    if record.rolling:
+        out["rolling"] = [{"name": w.name, "wheel": w.wheel, "radius": _f(w.radius),
+                           "axis": _floats(w.axis), "center": _floats(w.center),
+                           "normal": _floats(w.normal), "height": _f(w.height)}
+                          for w in record.rolling]
     return out
 
 

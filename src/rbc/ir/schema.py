@@ -57,6 +57,7 @@ from rbc.ir.record import (
     Pose,
     Profile,
     Record,
+    Rolling,
     Spring,
     SpringForce,
     Support,
@@ -952,6 +953,22 @@ def _task(ctx: _Ctx, path: str, value: Any, bodies: Mapping[str, Body]) -> Task:
     return Task(name, body, pose, r.get("kind", _choice(TASK_KINDS), "position"))
 
 
+ROLLING_KEYS = ("name", "wheel", "radius", "axis", "center", "normal", "height")
+
+
+def _rolling(ctx: _Ctx, path: str, value: Any, bodies: Mapping[str, Body]) -> Rolling:
+    """A rolling wheel: the body, the disk (radius, axis, center) and the ground plane."""
+    r = _Reader(ctx, path, value, ROLLING_KEYS)
+    name = r.get("name", _string)
+    wheel = _ref(ctx, r.at("wheel"), r.get("wheel", _string), bodies, "body")
+    if bodies[wheel].kind == "fixed":
+        raise ctx.error(r.at("wheel"), f"body '{wheel}' is fixed to the world and cannot roll",
+                        expected="a moving body (the wheel)")
+    return Rolling(name, wheel, r.get("radius", _positive), r.get("axis", _unit),
+                   r.get("center", _vec3, (0.0, 0.0, 0.0)),
+                   r.get("normal", _unit, (0.0, 0.0, 1.0)), r.get("height", _number, 0.0))
+
+
 def _independent(ctx: _Ctx, path: str, value: Any) -> tuple[str, ...]:
     items = _list(ctx, path, value, what="joint names")
     return tuple(_string(ctx, f"{path}[{i}]", v) for i, v in enumerate(items))
@@ -1162,7 +1179,8 @@ def check_record(record: Record, file: str | Path | None = None) -> None:
         RecordError: on the first violation, with the YAML path in record order.
     """
     ctx = _Ctx(str(file if file is not None else record.source))
-    for section in ("bodies", "joints", "actuators", "couplings", "forces", "supports", "tasks"):
+    for section in ("bodies", "joints", "actuators", "couplings", "forces", "supports", "tasks",
+                    "rolling"):
         _check_unique(ctx, section, [x.name for x in getattr(record, section)])
     for i, body in enumerate(record.bodies):
         _check_inertia(ctx, f"bodies[{i}]", body)
@@ -1203,6 +1221,8 @@ def check_record(record: Record, file: str | Path | None = None) -> None:
     for section in ("supports", "tasks"):
         for i, x in enumerate(getattr(record, section)):
             _ref(ctx, f"{section}[{i}].body", x.body, bodies, "body")
+    for i, w in enumerate(record.rolling):
+        _ref(ctx, f"rolling[{i}].wheel", w.wheel, bodies, "body")
     seen: set[str] = set()
     for i, name in enumerate(record.independent):
         _ref(ctx, f"independent[{i}]", name, joints, "joint")
@@ -1229,6 +1249,7 @@ TOP_KEYS = (
     "supports",
     "tasks",
     "independent",
+    "rolling",
 )
 
 
@@ -1299,6 +1320,7 @@ def _parse(text: str, source: str) -> Record:
         supports=tuple(_support(ctx, p, v, by_name) for p, v in _items(top, "supports")),
         tasks=tuple(_task(ctx, p, v, by_name) for p, v in _items(top, "tasks")),
         independent=top.get("independent", _independent, ()),
+        rolling=tuple(_rolling(ctx, p, v, by_name) for p, v in _items(top, "rolling")),
         source=source,
         sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
         text=text,
@@ -1351,6 +1373,8 @@ def _unit_vectors(record: Record) -> list[tuple[str, Sequence[float]]]:
             (f"{section}[{i}].quat", x.pose.quat) for i, x in enumerate(getattr(record, section))
         ]
     out += [(f"supports[{i}].normal", s.normal) for i, s in enumerate(record.supports)]
+    for i, w in enumerate(record.rolling):
+        out += [(f"rolling[{i}].axis", w.axis), (f"rolling[{i}].normal", w.normal)]
     return out
 
 

@@ -26,6 +26,7 @@ from rbc.model.compiled import CompiledModel, ModeInfo, Partition
 from rbc.model.kinematics import residual
 from rbc.model.modes import enumerate_modes, model_for
 from rbc.model.partition import partition_at
+from rbc.model.rolling import rolling_partition
 from rbc.model.solve import acquire
 from rbc.passes.base import check
 
@@ -94,6 +95,8 @@ class RankAnalysis:
         for name, joints in self.requests:
             parts.append(partition_at(model, q, name=name, independent_joints=joints,
                                       length=self.length_scale))
+        for p in parts:  # the rolling layer on each partition: wheels on the ground, rank
+            rolling_partition(model, p)
         modes, notes = (), ()
         if self.all_modes or self.mode_requests:
             with_parts = replace(model, partitions={p.name: p for p in parts})

@@ -80,7 +80,7 @@ is the same solve in float64.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import mpmath
 import numpy as np
@@ -676,6 +676,33 @@ def problem(dm: DynamicsModel, data: DynamicsData, q: np.ndarray, u: np.ndarray,
     gamma, rate = cut_drift(dm, data, q, v)
     gamma = np.concatenate([gamma, coupling_rows(dm, rows, rate, v)[1]])
     return KKTProblem(rows, J, gamma, ns, tt.M, tt.h, tau, v)
+
+
+def with_rows(dm: DynamicsModel, p: KKTProblem, A: np.ndarray, drift: np.ndarray
+              ) -> KKTProblem:
+    """The problem with extra velocity rows ``A_T a_T = −drift`` appended to its physical
+    rows and a new 50-digit null space of the stack — nonholonomic rows such as rolling
+    (:mod:`rbc.model.rolling`), supplied in double by the caller and checked by it on their
+    own (finite differences). The state ``p.v`` must satisfy ``A v = 0`` (pass independent
+    speeds u that do); the rows must not touch cut coordinates.
+
+    Args:
+        A: (k, nv) rows over all coordinates (cut columns zero); drift: (k,) ``Ȧ v*``.
+
+    Raises:
+        ReferenceMismatch: A has nonzero entries in cut-coordinate columns.
+    """
+    nt = dm.kin.nv_tree
+    A = np.asarray(A, dtype=float)
+    if A.shape[1] > nt and np.any(A[:, nt:]):
+        raise ReferenceMismatch("extra rows touch cut coordinates")
+    with mpmath.workdps(DPS):
+        Jm = reference_rows(dm, p.rows)
+        stacked = _rows_matrix([[Jm[i, j] for j in range(nt)] for i in range(Jm.rows)]
+                               + [[mpmath.mpf(float(x)) for x in row[:nt]] for row in A], nt)
+    return replace(p, J=np.vstack([p.J, A[:, :nt]]),
+                   gamma=np.concatenate([p.gamma, np.asarray(drift, dtype=float)]),
+                   ns=null_space(stacked))
 
 
 def _combined(p: KKTProblem, basis: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:

@@ -149,7 +149,11 @@ class ReducedBackend(Backend):
 
     @classmethod
     def check(cls, plant, part) -> None:
-        """Independent coordinates with scalar values (the state is the values)."""
+        """Independent coordinates with scalar values (the state is the values); no rolling
+        wheels (the plant integrates u without the rolling layer)."""
+        from rbc.model.rolling import refuse_rolling
+
+        refuse_rolling(plant, "the reduced backend", BackendError)
         if np.any(np.isnan(independent_values(plant, part, part.q_ref))):
             raise BackendError("the reduced backend integrates the independent coordinates' "
                                "values; this partition has spherical/free independent "
