@@ -43,7 +43,6 @@ and stability threshold, and the differential-drive vehicle's closed-form dynami
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -213,8 +212,19 @@ def _scaled(model: CompiledModel, part: Partition, D: np.ndarray) -> np.ndarray:
     return D / L * cols[None, :]
 
 
-@functools.cache
-def _partition_cached(model: CompiledModel, part: Partition) -> RollingPartition:
+def rolling_partition(model: CompiledModel, part: Partition) -> RollingPartition:
+    """The rolling partition of ``part`` at its reference configuration (a pure function of
+    the bundle; callers compute it once and pass it on). Without rolling wheels: every
+    independent speed stays, nothing is evaluated.
+
+    Raises:
+        CompileError: a wheel does not touch its plane at the reference configuration.
+        RollingError: a wheel lies flat there.
+    """
+    if not model.record.rolling:
+        ind = np.arange(part.independent.size, dtype=np.int64)
+        return RollingPartition(ind, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                                0, tuple(model.v_names[int(j)] for j in part.independent))
     q = part.q_ref
     cps, A = rolling_rows(model, q)
     for cp, w in zip(cps, model.record.rolling, strict=True):
@@ -234,17 +244,6 @@ def _partition_cached(model: CompiledModel, part: Partition) -> RollingPartition
                    dtype=np.int64)
     names = tuple(model.v_names[int(part.independent[j])] for j in ind)
     return RollingPartition(ind, np.asarray(dep, dtype=np.int64), sel, r, names)
-
-
-def rolling_partition(model: CompiledModel, part: Partition) -> RollingPartition:
-    """The rolling partition of ``part`` at its reference configuration (a pure function of
-    the bundle, computed once per model and partition).
-
-    Raises:
-        CompileError: a wheel does not touch its plane at the reference configuration.
-        RollingError: a wheel lies flat there.
-    """
-    return _partition_cached(model, part)
 
 
 @dataclass(frozen=True, eq=False)
