@@ -3,7 +3,9 @@ prescribed independent accelerations with every support wrench inside its cone, 
 cones' margins (``rbc forces --allocate``, docs/allocation.md "From the command line").
 
 At (q, u) with accelerations u̇ the tracking law on the state itself (e = 0, s = 0) gives
-``Q = Γ u̇ + C u + g + D u``; the allocation QP (:mod:`rbc.control.allocation`) finds f.
+``Q = Γ u̇ + C u + g + D u``; the allocation QP (:mod:`rbc.control.allocation`) finds f,
+with the model's own loads — Coulomb friction included, as ``rbc forces`` evaluates them —
+so that the forward dynamics with f give back u̇ and the reactions λ_b(f).
 Per support the report gives the normal force, the centre of pressure in the support frame
 and as a fraction of each half-extent, and the friction ratio ``|f_t| / (μ f_z)``
 (``|f_t| = max(|f_x|, |f_y|)·√2``: the pyramid's measure, 1 at its edge for μ' = μ).
@@ -48,7 +50,7 @@ def allocation_report(comp, mode: str, q: np.ndarray, u: np.ndarray,
     a = terms.lift.E @ udot + terms.edu
     ts = tracking_state(IndependentCoordinates.of(mm.kin, md.partition), q, terms.v, q,
                         terms.v, a)
-    prob = allocation_problem(mm, data, terms, commanded_force(terms, ts))
+    prob = allocation_problem(mm, data, terms, commanded_force(terms, ts), coulomb=True)
     try:
         alloc = allocate(prob)
     except AllocationError as err:
