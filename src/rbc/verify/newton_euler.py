@@ -43,6 +43,20 @@ attachment points, n from a to b) and external wrenches at body points.
 **Solve.** ``M x = F + Gᵀλ``, ``G x = −γ`` by the null-space method in double precision
 (SVD of G truncated at 1e-9 σ₁: the out-of-plane rows of planar loops are redundant).
 
+**Blocks.** The bodies fall into the connected components of the record's joints (the
+members of a composed system; one component for a single robot). Every joint row — and
+every support closure, to the resting world — involves the bodies of one component only;
+the rows of a mode model's extra chords joining two components (the hand links of a
+composition) are the coupling rows. The null space of G is then taken in two levels: per
+component the SVD of its own rows gives a particular solution and a basis Z_c; the coupling
+rows on ``Z = diag(Z_c)`` give the rest (``G_R Z w = −γ_R − G_R x_p``, one more SVD). The
+multipliers follow the same way: the coupling rows' from ``(G_R Z)ᵀ λ_R = Zᵀ(Mx − F)`` (the
+consistency of every component's equations), then each component's minimum-norm ones; when
+the coupling rows are redundant (λ_R not unique) the multipliers are solved in one level,
+so they are always the minimum-norm ones. This is exact algebra on the same system (not a
+different model): on the ring of five humanoids it replaces SVDs of a 1230-column G by five
+of 246 columns and one of 135.
+
 **State.** Body poses and velocities are evaluated from (q, v) by Pinocchio forward
 kinematics of the tree model; the joint coordinates q_j (for S_j(q_j) and springs) are read
 from q. The implied accelerations of the reduced solution are the Pinocchio frame
@@ -58,6 +72,7 @@ import pinocchio as pin
 
 from rbc.ir import spatial as sp
 from rbc.ir.record import JointEffort, SpringForce
+from rbc.ir.unionfind import UnionFind
 from rbc.model.dynamics import DynamicsModel, Wrench
 from rbc.model.profiles import profile_terms
 from rbc.model.tree import inertia_tensor
@@ -85,12 +100,25 @@ class NewtonEuler:
     dm: DynamicsModel
     data: pin.Data
     moving: tuple[int, ...]
+    #: per record body its component (module docstring, "Blocks"); −1: fixed or the world
+    component: np.ndarray | None = None
+    _last: tuple | None = None  # (state key, system, solution, null spaces)
 
     @classmethod
     def build(cls, dm: DynamicsModel) -> NewtonEuler:
-        rec = dm.kin.record
+        rec, k = dm.kin.record, dm.kin
         moving = tuple(i for i, b in enumerate(rec.bodies) if b.kind != "fixed")
-        return cls(dm, dm.tree.model.createData(), moving)
+        uf = UnionFind(len(rec.bodies) + 1)
+        nb = len(rec.bodies)
+        for e in range(len(rec.joints)):
+            b, c = int(k.parent[e]), int(k.child[e])
+            if b in moving and c in moving:
+                uf.union(b, c)
+        roots = {r: n for n, r in enumerate(dict.fromkeys(uf.find(i) for i in moving))}
+        comp = np.full(nb + 1, -1, dtype=np.int64)
+        for i in moving:
+            comp[i] = roots[uf.find(i)]
+        return cls(dm, dm.tree.model.createData(), moving, comp)
 
     # ------------------------------------------------------------------ state
     def _fk(self, q: np.ndarray, v: np.ndarray, a: np.ndarray | None = None) -> None:
@@ -141,9 +169,22 @@ class NewtonEuler:
                 motion, joint coordinates' speeds re-derived from it); f: (n_act,) port
                 efforts; wrenches: external wrenches ``[n; f]`` (world axes) at body points.
         """
-        sys = self._system(q, v, f, wrenches)
-        x = _null_space_solve(sys.M, sys.F, sys.G, sys.gamma)
+        sys, x, _ = self._solve(q, v, f, wrenches)
         return x.reshape(-1, 6), float(np.abs(sys.G @ sys.nu).max(initial=0.0))
+
+    def _solve(self, q: np.ndarray, v: np.ndarray, f: np.ndarray | None,
+               wrenches: tuple[Wrench, ...]) -> tuple[_System, np.ndarray, tuple]:
+        """The system, its solution x and its null spaces at a state (the last state's kept:
+        :meth:`accelerations` and :meth:`reactions` at one state build and solve once)."""
+        key = (np.asarray(q, float).tobytes(), np.asarray(v, float).tobytes(),
+               None if f is None else np.asarray(f, float).tobytes(), tuple(wrenches))
+        if self._last is not None and self._last[0] == key:
+            return self._last[1:]
+        sys = self._system(q, v, f, wrenches)
+        null = _null_spaces(sys.G, sys.gamma, sys.blocks)
+        x = _null_space_solve(sys.M, sys.F, null)
+        self._last = (key, sys, x, null)
+        return sys, x, null
 
     def reactions(self, q: np.ndarray, v: np.ndarray, f: np.ndarray | None = None,
                   wrenches: tuple[Wrench, ...] = ()) -> dict[str, np.ndarray]:
@@ -155,9 +196,8 @@ class NewtonEuler:
         constraint wrenches in Jc), the constraint part ``R̄ P_jᵀ λ_j`` plus the joint's
         effort along its free directions ``R̄ (S⁺)ᵀ (τ_j − α_j q̈_j)`` with ``q̈_j = k_j x + κ_j``.
         """
-        sys = self._system(q, v, f, wrenches)
-        x = _null_space_solve(sys.M, sys.F, sys.G, sys.gamma)
-        lam = _min_norm_multipliers(sys.G, sys.M @ x - sys.F)
+        sys, x, null = self._solve(q, v, f, wrenches)
+        lam = _min_norm_multipliers(sys.G, sys.M @ x - sys.F, sys.blocks, null)
         coupled: dict[str, float] = {}  # coupling multipliers act as joint efforts c_k μ
         for row, terms in sys.couplings:
             for n, c in terms:
@@ -242,6 +282,7 @@ class NewtonEuler:
                     efforts[name] = efforts[name] + coef * f[i] * np.eye(
                         len(efforts[name]))[c_k]
         G_rows, gam, joints = [], [], []
+        row_comp: list[int] = []  # per row of G its component (−1: coupling)
         rates: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # joint: (k_j, κ_j)
         row = 0
         for j in _constraint_joints(k):
@@ -273,6 +314,7 @@ class NewtonEuler:
             bias = beta - kind.motion_subspace_rate(qj, qd)
             G_rows.append(P @ Dm)
             gam.append(P @ bias)
+            row_comp.extend([self._block(b, c)] * P.shape[0])
             rows = slice(row, row + P.shape[0])
             row += P.shape[0]
             if not kind.nv:
@@ -293,8 +335,9 @@ class NewtonEuler:
             F += kj.T @ tau
             kappa = np.linalg.pinv(S) @ bias  # q̈_j = k_j x + κ_j
             rates[j.name] = (kj, kappa, qd)
-            if alpha:
-                M += alpha * kj.T @ kj
+            if alpha:  # on the two bodies' columns only
+                nz = np.flatnonzero(np.any(kj != 0.0, axis=0))
+                M[np.ix_(nz, nz)] += alpha * kj[:, nz].T @ kj[:, nz]
                 F -= alpha * kj.T @ kappa
             joints.append(_JointRows(j.name, rows, P, S, Rc, kj, kappa, tau, alpha))
         couplings = []
@@ -303,11 +346,32 @@ class NewtonEuler:
                                             q, k)
             G_rows.append(sum(c * rates[n][0] for n, c in grad))
             gam.append(sum(c * rates[n][1] for n, c in grad) + curv)
+            ends = [int(x) for n, _ in grad for x in (k.parent[k.edge(n)], k.child[k.edge(n)])]
+            row_comp.append(self._block(*ends))
             couplings.append((row, grad))
             row += 1
         G = np.vstack(G_rows) if G_rows else np.zeros((0, 6 * nb))
         gamma = np.concatenate(gam) if gam else np.zeros(0)
-        return _System(M, F, G, gamma, nu, tuple(joints), tuple(couplings))
+        return _System(M, F, G, gamma, nu, tuple(joints), tuple(couplings),
+                       self._blocks(np.array(row_comp, dtype=np.int64)))
+
+    def _block(self, *bodies: int) -> int:
+        """The component whose rows a joint (or coupling) between ``bodies`` adds to, or −1:
+        a coupling row (bodies of two components, or none moving; module docstring)."""
+        if self.component is None:
+            return -1
+        found = {int(self.component[i]) for i in bodies} - {-1}
+        return found.pop() if len(found) == 1 else -1
+
+    def _blocks(self, row_comp: np.ndarray) -> Blocks | None:
+        """The two-level structure of G (module docstring), None for one component."""
+        n_comp = -1 if self.component is None else int(self.component.max(initial=-1)) + 1
+        if n_comp <= 1:
+            return None
+        body_comp = self.component[list(self.moving)]
+        cols = tuple(np.flatnonzero(np.repeat(body_comp == c, 6)) for c in range(n_comp))
+        rows = tuple(np.flatnonzero(row_comp == c) for c in range(n_comp))
+        return Blocks(cols, rows, np.flatnonzero(row_comp == -1))
 
 
 @dataclass(frozen=True, eq=False)
@@ -328,9 +392,19 @@ class _JointRows:
 
 
 @dataclass(frozen=True, eq=False)
+class Blocks:
+    """The two-level structure of G (module docstring, "Blocks"): per component its columns
+    (6 per body) and rows; the coupling rows."""
+
+    cols: tuple[np.ndarray, ...]
+    rows: tuple[np.ndarray, ...]
+    coupling: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
 class _System:
-    """``M x = F + Gᵀλ``, ``G x = −γ`` with body velocities ν, the joints' rows and the
-    coupling rows (row of G, coefficients by joint name)."""
+    """``M x = F + Gᵀλ``, ``G x = −γ`` with body velocities ν, the joints' rows, the
+    coupling rows (row of G, coefficients by joint name) and the block structure."""
 
     M: np.ndarray
     F: np.ndarray
@@ -339,6 +413,7 @@ class _System:
     nu: np.ndarray
     joints: tuple[_JointRows, ...]
     couplings: tuple[tuple[int, tuple[tuple[str, float], ...]], ...]  # (row, terms)
+    blocks: Blocks | None = None
 
 
 def _coupling_gradient(cp, speeds: dict[str, float], q: np.ndarray, k
@@ -353,11 +428,64 @@ def _coupling_gradient(cp, speeds: dict[str, float], q: np.ndarray, k
     return ((cp.joint, 1.0), (cp.input, -dh)), -d2h * speeds[cp.input] ** 2
 
 
-def _min_norm_multipliers(G: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """Minimum-norm λ with ``Gᵀ λ = rhs`` (least squares, truncated SVD at SVD_RTOL)."""
+def _min_norm_multipliers(G: np.ndarray, rhs: np.ndarray, blocks: Blocks | None = None,
+                          null: tuple | None = None) -> np.ndarray:
+    """Minimum-norm λ with ``Gᵀ λ = rhs`` (least squares, truncated SVD at SVD_RTOL), in
+    two levels over ``blocks`` when the coupling rows' multipliers are unique (module
+    docstring, "Blocks"; ``null``: :func:`_null_spaces`' result)."""
     if G.shape[0] == 0:
         return np.zeros(0)
-    return np.linalg.lstsq(G.T, rhs, rcond=SVD_RTOL)[0]
+    if blocks is None or null is None or null[2] is None:
+        return np.linalg.lstsq(G.T, rhs, rcond=SVD_RTOL)[0]
+    R, Zb = blocks.coupling, null[2]
+    lam = np.zeros(G.shape[0])
+    if R.size:
+        A = (G[R] @ Zb).T  # each component's equations consistent: (G_R Z)ᵀ λ_R = Zᵀ rhs
+        s = np.linalg.svd(A, compute_uv=False)
+        if s.size < R.size or s[-1] <= SVD_RTOL * s[0]:  # λ_R not unique: one level
+            return np.linalg.lstsq(G.T, rhs, rcond=SVD_RTOL)[0]
+        lam[R] = np.linalg.lstsq(A, Zb.T @ rhs, rcond=None)[0]
+    rest = rhs - G[R].T @ lam[R]
+    for cols, rows in zip(blocks.cols, blocks.rows, strict=True):
+        if rows.size:
+            lam[rows] = np.linalg.lstsq(G[np.ix_(rows, cols)].T, rest[cols],
+                                        rcond=SVD_RTOL)[0]
+    return lam
+
+
+def _particular_null(G: np.ndarray, gamma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(x_p, Z)``: the minimum-norm least-squares solution of ``G x = −γ`` and a basis of
+    the null space of G (columns), by one SVD truncated at SVD_RTOL σ₁."""
+    n = G.shape[1]
+    if G.shape[0] == 0:
+        return np.zeros(n), np.eye(n)
+    U, s, Vt = np.linalg.svd(G, full_matrices=True)
+    r = int(np.sum(s > SVD_RTOL * s[0])) if s.size and s[0] > 0 else 0
+    return -Vt[:r].T @ ((U[:, :r].T @ gamma) / s[:r]), Vt[r:].T
+
+
+def _null_spaces(G: np.ndarray, gamma: np.ndarray, blocks: Blocks | None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``(x_p, Z, Z_blocks)``: a solution of ``G x = −γ``, a basis of null(G), and the
+    components' own null spaces ``diag(Z_c)`` (None in one level; module docstring)."""
+    if blocks is None:
+        return (*_particular_null(G, gamma), None)
+    n = G.shape[1]
+    x_p = np.zeros(n)
+    parts = []
+    for cols, rows in zip(blocks.cols, blocks.rows, strict=True):
+        xc, Zc = _particular_null(G[np.ix_(rows, cols)], gamma[rows])
+        x_p[cols] = xc
+        Zb = np.zeros((n, Zc.shape[1]))
+        Zb[cols] = Zc
+        parts.append(Zb)
+    Zb = np.hstack(parts)
+    R = blocks.coupling
+    if R.size == 0:
+        return x_p, Zb, Zb
+    GZ = G[R] @ Zb
+    w_p, Z2 = _particular_null(GZ, gamma[R] + G[R] @ x_p)
+    return x_p + Zb @ w_p, Zb @ Z2, Zb
 
 
 def _constraint_joints(k) -> list:
@@ -368,17 +496,11 @@ def _constraint_joints(k) -> list:
                                 and not k.edge_names[e].endswith(".root"))]
 
 
-def _null_space_solve(M: np.ndarray, F: np.ndarray, G: np.ndarray, gamma: np.ndarray
-                      ) -> np.ndarray:
-    """x with ``G x = −γ`` (least squares, truncated SVD) and ``Zᵀ(M x − F) = 0``."""
-    n = M.shape[0]
-    if G.shape[0] == 0:
-        return np.linalg.solve(M, F)
-    U, s, Vt = np.linalg.svd(G, full_matrices=True)
-    r = int(np.sum(s > SVD_RTOL * s[0]))
-    x_p = -Vt[:r].T @ ((U[:, :r].T @ gamma) / s[:r])
-    Z = Vt[r:].T
+def _null_space_solve(M: np.ndarray, F: np.ndarray, null: tuple) -> np.ndarray:
+    """x with ``G x = −γ`` (least squares) and ``Zᵀ(M x − F) = 0``, from the particular
+    solution and null space ``null`` of :func:`_null_spaces`."""
+    x_p, Z = null[0], null[1]
     if Z.shape[1] == 0:
         return x_p
     w = np.linalg.solve(Z.T @ M @ Z, Z.T @ (F - M @ x_p))
-    return x_p + Z @ w if n else x_p
+    return x_p + Z @ w
