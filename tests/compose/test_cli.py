@@ -53,17 +53,28 @@ def test_single_robot_options_refused(members_dir, pair, capsys, argv):
 
 
 def test_forces_hand_link_equals_newton_euler(members_dir, pair, capsys):
-    comp = pair[1]
+    _forces_equal_newton_euler(members_dir, "pair", pair[1], capsys)
+
+
+@pytest.mark.slow
+def test_forces_ring_hand_links_equal_newton_euler(members_dir, ring, capsys):
+    """Issue #19's acceptance: the ring's five hand-link forces (and ten soles) from
+    rbc forces equal the Newton–Euler reference ≤ 1e-9."""
+    _forces_equal_newton_euler(members_dir, "ring", ring[1], capsys)
+
+
+def _forces_equal_newton_euler(members_dir, name: str, comp, capsys) -> None:
     md = comp.modes["stand"]
     # at rest: with a few speeds set, the others' dependent speeds are round-off whose sign
     # switches Coulomb friction (−μ sign v) on or off, differently in every algorithm
-    code = main(["forces", str(members_dir / "pair.h5"), "--json", "--effort",
+    code = main(["forces", str(members_dir / f"{name}.h5"), "--json", "--effort",
                  "h1/m_waist=2.0", "--wrench",
                  "h2/forearm_l@0,0,-0.2=0.5,0,0,0,0,-20"])
     out = capsys.readouterr()
     assert code == 0, out.err
     doc = json.loads(out.out)
     assert doc["mode"] == "forward" and doc["composed_mode"] == "stand"
+    assert set(doc["links"]) == set(md.links) and set(doc["supports"]) == set(md.supports)
     kin = comp.model(md)
     # the same closed configuration (the request's closure is deterministic), the speeds
     # and efforts as reported
