@@ -31,29 +31,30 @@ def _params(kind):
     if kind.type == "universal":
         axis, axis2 = np.array(kind.axes[0]), np.array(kind.axes[1])
     pitch = getattr(kind, "lead", 0.0) / (2 * np.pi)
-    R0 = np.ascontiguousarray(kind.alignment().rotation)
-    return CODES[kind.type], axis, axis2, pitch, R0
+    return CODES[kind.type], jk.parameters(axis, axis2, pitch, kind.alignment().rotation)
 
 
 @pytest.mark.parametrize("joint", JOINTS, ids=lambda j: j.name)
 def test_joint_kernels_match_the_joint_library(joint):
     kind = joint_kind(joint)
-    code, axis, axis2, pitch, R0 = _params(kind)
+    code, P = _params(kind)
     rng = np.random.default_rng(5)
     for scale in (1e-6, 0.3, 2.0):
         q = kind.random(rng)
         v = scale * rng.normal(size=kind.nv)
-        R, p = np.empty((3, 3)), np.empty(3)
-        jk.motion(code, q, axis, axis2, pitch, R0, R, p)
+        T = np.empty(12)
+        jk.motion(code, q, 0, P, 0, T, 0)
+        R, p = T[:9].reshape(3, 3), T[9:]
         Q = kind.motion(q)
         # closed forms of the same maps: a few roundings of O(1) entries
         assert np.abs(R - Q.rotation).max() <= 1e-14
         assert np.abs(p - Q.translation).max() <= 1e-14 * max(1.0, np.abs(q).max())
-        S = np.empty((6, kind.nv))
-        jk.subspace(code, q, axis, axis2, pitch, R0, S)
+        S = np.empty(36)
+        jk.subspace(code, q, 0, P, 0, S)
+        S = S[: 6 * kind.nv].reshape(kind.nv, 6).T  # column d at S[6d:6d+6]
         assert np.abs(S - kind.motion_subspace(q)).max() <= 1e-14
         sd = np.zeros(6)
-        jk.subspace_rate(code, q, v, axis, axis2, sd)
+        jk.subspace_rate(code, q, 0, v, 0, P, 0, sd)
         assert np.abs(sd - kind.motion_subspace_rate(q, v)).max() <= 1e-14
         out = np.empty(kind.nq)
         jk.integrate(code, q, v, out)

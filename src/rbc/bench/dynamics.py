@@ -9,9 +9,11 @@ batch of all states in parallel (``prange``) on 1 thread and on every core numba
 loads) plus :func:`rbc.model.dynamics.forward_dynamics` (Cholesky of M_r). Peer: Pinocchio's
 ``constraintDynamics`` (called from Python; model and constraints from
 :func:`rbc.backends.pinocchio.pinocchio_model`) with the same q, v and tree efforts τ
-(gravity excluded, Pinocchio adds it). All are timed per call with ``time.perf_counter``,
-interleaved in short chunks, each chunk's fastest of :data:`ROUNDS` rounds (a loaded machine
-preempts a long loop); "single" repeats one state, "batched" loops over N distinct states.
+(gravity excluded, Pinocchio adds it). Every call is timed alone with ``time.perf_counter``,
+the three alternating call by call, each state's fastest of :data:`ROUNDS` samples counting
+(a loaded machine preempts long timed stretches; :data:`ROUNDS`); "single" repeats one
+state, "batched" runs over N distinct states. The parallel batch is timed in chunks of
+:data:`BATCH_CHUNK` states the same way, 1 thread and all threads alternating.
 
 States: the partition's assembled configuration ``q_ref`` with independent speeds
 ``u ~ N(0, speed²)`` and port efforts ``f ~ N(0, effort²)`` (seeded), lifted to all speeds
@@ -65,29 +67,65 @@ def sample_states(model: CompiledModel, n: int, seed: int = DEFAULT_SEED,
                   EFFORT * rng.normal(size=n_act)) for _ in range(n)]
 
 
-#: Timing: states in chunks of CHUNK, each chunk timed ROUNDS times per evaluator, the
-#: evaluators interleaved chunk by chunk; a chunk's time is its fastest round. On a loaded
-#: machine a short chunk is rarely preempted in every round, so the figure is the machine's
-#: speed, not its load, and each ratio compares the evaluators under the same conditions.
-CHUNK, ROUNDS = 10, 5
+#: Timing: every call is timed alone, the evaluators alternating call by call, ROUNDS
+#: samples per state and evaluator, the fastest counting; the mean over the states is the
+#: time per state. On a loaded machine a time slice is lost to another process now and then:
+#: a single call of tens of µs is rarely preempted in every round, while a chunk of calls or
+#: a whole batch almost always is once the load exceeds the cores — then the longer a timed
+#: stretch, the more of other processes' time it holds. Each ratio compares the evaluators
+#: under the same conditions.
+ROUNDS = 5
+#: States per timed batch call (the batch's chunks, timed like single calls).
+BATCH_CHUNK = 100
 
 
 def _per_call(fns: dict[str, Callable[[State], object]], states: list[State]
               ) -> dict[str, float]:
-    """Seconds per call of each function over the states (:data:`CHUNK`, :data:`ROUNDS`)."""
+    """Seconds per call of each function over the states (:data:`ROUNDS`)."""
     total = dict.fromkeys(fns, 0.0)
-    for c in range(0, len(states), CHUNK):
-        chunk = states[c: c + CHUNK]
+    clock = time.perf_counter
+    for s in states:
         best = dict.fromkeys(fns, np.inf)
         for _ in range(ROUNDS):
             for name, fn in fns.items():
-                t0 = time.perf_counter()
-                for s in chunk:
-                    fn(s)
-                best[name] = min(best[name], time.perf_counter() - t0)
+                t0 = clock()
+                fn(s)
+                t = clock() - t0
+                if t < best[name]:
+                    best[name] = t
         for name in fns:
             total[name] += best[name]
     return {name: t / len(states) for name, t in total.items()}
+
+
+def _batch_per_state(km, Q: np.ndarray, U: np.ndarray, Fp: np.ndarray,
+                     threads: tuple[int, ...]) -> dict[int, tuple[float, float]]:
+    """``(wall, cpu)`` µs per state of the parallel batch on each thread count: chunks of
+    :data:`BATCH_CHUNK` states, each chunk's fastest of :data:`ROUNDS` calls per thread
+    count (alternating), summed over the chunks. The CPU time (all threads of the process)
+    shows the parallel work's efficiency even when a loaded machine leaves fewer free cores
+    than threads: on a loaded machine the wall-clock speed-up measures the load."""
+    import numba
+
+    before = numba.get_num_threads()
+    wall, cpu = dict.fromkeys(threads, 0.0), dict.fromkeys(threads, 0.0)
+    try:
+        for c in range(0, Q.shape[0], BATCH_CHUNK):
+            q, u, f = Q[c: c + BATCH_CHUNK], U[c: c + BATCH_CHUNK], Fp[c: c + BATCH_CHUNK]
+            best = {n: [np.inf, np.inf] for n in threads}
+            for _ in range(ROUNDS):
+                for n in threads:
+                    numba.set_num_threads(n)
+                    c0, t0 = time.process_time(), time.perf_counter()
+                    km.forward_dynamics_batch(q, u, f)
+                    t1, c1 = time.perf_counter(), time.process_time()
+                    best[n] = [min(best[n][0], t1 - t0), min(best[n][1], c1 - c0)]
+            for n in threads:
+                wall[n] += best[n][0]
+                cpu[n] += best[n][1]
+    finally:
+        numba.set_num_threads(before)
+    return {n: (1e6 * wall[n] / Q.shape[0], 1e6 * cpu[n] / Q.shape[0]) for n in threads}
 
 
 def bench_dynamics(bundle: str | Path, n_states: int = 1000, single_repeats: int = 200,
@@ -104,7 +142,9 @@ def bench_dynamics(bundle: str | Path, n_states: int = 1000, single_repeats: int
         "reference": {…}, "pinocchio": {…}, "ratio": {"single", "batched"} (kernel /
         Pinocchio), "ratio_reference": {…}, "delta_a": max δ_a kernel vs Pinocchio,
         "delta_a_reference", "kernel": {"first_call_s", "threads", "batch_1_thread_us",
-        "batch_parallel_us", "parallel_speedup"}}`` (times per state in µs).
+        "batch_parallel_us", "parallel_speedup", "batch_1_thread_cpu_us",
+        "batch_parallel_cpu_us", "parallel_efficiency"}}`` (times per state in µs; the CPU
+        times are the process's, all threads; efficiency = 1-thread CPU / parallel CPU).
     """
     import numba
 
@@ -159,16 +199,7 @@ def bench_dynamics(bundle: str | Path, n_states: int = 1000, single_repeats: int
     Fp = np.array([s.f for s in states]).reshape(n_states, -1)
     threads = numba.get_num_threads()
     km.forward_dynamics_batch(Q[:2], U[:2], Fp[:2])  # compile / load the parallel kernel
-    per_state = dict.fromkeys((1, threads), np.inf)
-    try:
-        for _ in range(ROUNDS):  # alternating, each thread count's fastest round
-            for n in per_state:
-                numba.set_num_threads(n)
-                t1 = time.perf_counter()
-                km.forward_dynamics_batch(Q, U, Fp)
-                per_state[n] = min(per_state[n], 1e6 * (time.perf_counter() - t1) / n_states)
-    finally:
-        numba.set_num_threads(threads)
+    per_state = _batch_per_state(km, Q, U, Fp, tuple(sorted({1, threads})))
 
     def ratios(name: str) -> dict:
         return {k: res[name][f"{k}_us"] / res["pinocchio"][f"{k}_us"]
@@ -178,6 +209,9 @@ def bench_dynamics(bundle: str | Path, n_states: int = 1000, single_repeats: int
             "ratio": ratios("ours"), "ratio_reference": ratios("reference"),
             "delta_a": delta, "delta_a_reference": delta_ref,
             "kernel": {"first_call_s": first_call, "threads": threads,
-                       "batch_1_thread_us": per_state[1],
-                       "batch_parallel_us": per_state[threads],
-                       "parallel_speedup": per_state[1] / per_state[threads]}}
+                       "batch_1_thread_us": per_state[1][0],
+                       "batch_parallel_us": per_state[threads][0],
+                       "parallel_speedup": per_state[1][0] / per_state[threads][0],
+                       "batch_1_thread_cpu_us": per_state[1][1],
+                       "batch_parallel_cpu_us": per_state[threads][1],
+                       "parallel_efficiency": per_state[1][1] / per_state[threads][1]}}

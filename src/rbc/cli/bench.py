@@ -174,7 +174,9 @@ def bench_dynamics_command(
         f"{kr['first_call_s']:.3f} s\n"
         f"kernel batch of {r['states']} states (prange): {kr['batch_1_thread_us']:.1f} µs/state "
         f"on 1 thread, {kr['batch_parallel_us']:.1f} µs/state on {kr['threads']} "
-        f"(speed-up {kr['parallel_speedup']:.2f})")
+        f"(speed-up {kr['parallel_speedup']:.2f}); CPU {kr['batch_1_thread_cpu_us']:.1f} / "
+        f"{kr['batch_parallel_cpu_us']:.1f} µs/state (efficiency "
+        f"{kr['parallel_efficiency']:.2f})")
 
 
 @bench_app.command("api")

@@ -53,59 +53,73 @@ from rbc.kernels.layout import (
     S_NV,
     S_NV_TREE,
 )
-from rbc.kernels.se3 import adjoint_matrix, force_cross, matvec6, mul6
+from rbc.kernels.se3 import TR, adjoint_matrix, force_cross, inverse
 
 
 @njit(cache=True)
-def world_inertias(I, IO, F, FO, Rw, pw, Iw):
-    """``I^w_x`` (n_bodies, 6, 6) out: every body's spatial inertia in world coordinates."""
+def world_inertias(I, IO, F, FO, Tw, Iw):
+    """``I^w_x`` (n_bodies, 6, 6) out: every body's spatial inertia in world coordinates
+    (Tw the world poses of :func:`rbc.kernels.kinematics.poses`)."""
     nb = iseg(I, IO, I_SIZES)[S_NB]
-    Ib = fseg(F, FO, F_B_INERTIA).reshape((nb, 6, 6))
+    ob = FO[F_B_INERTIA]
+    T = np.empty(TR)
     X = np.empty((6, 6))
-    R = np.empty((3, 3))
-    p = np.empty(3)
-    T = np.empty((6, 6))
+    Y = np.empty((6, 6))
     for x in range(nb):
-        for r in range(3):
-            for c in range(3):
-                R[r, c] = Rw[x, c, r]
-        for r in range(3):
-            p[r] = -(R[r, 0] * pw[x, 0] + R[r, 1] * pw[x, 1] + R[r, 2] * pw[x, 2])
-        adjoint_matrix(R, p, X)  # Ad(T_x_w)
-        mul6(Ib[x], X, T)
-        for r in range(6):  # Iw = Xᵀ (Ib X)
+        inverse(Tw, TR * x, T, 0)
+        adjoint_matrix(T, 0, X)  # Ad(T_x_w)
+        o = ob + 36 * x
+        for r in range(6):  # Y = Ib X
             for c in range(6):
                 s = 0.0
                 for k in range(6):
-                    s += X[k, r] * T[k, c]
+                    s += F[o + 6 * r + k] * X[k, c]
+                Y[r, c] = s
+        for r in range(6):  # Iw = Xᵀ Y
+            for c in range(6):
+                s = 0.0
+                for k in range(6):
+                    s += X[k, r] * Y[k, c]
                 Iw[x, r, c] = s
 
 
 @njit(cache=True, inline="always")
-def _point_velocity(w, p, out):
-    """Velocity (3,) of the point p (world) of a body with world spatial twist w."""
-    out[0] = w[3] + w[1] * p[2] - w[2] * p[1]
-    out[1] = w[4] + w[2] * p[0] - w[0] * p[2]
-    out[2] = w[5] + w[0] * p[1] - w[1] * p[0]
+def _point(Tw, x, xyz, o, out):
+    """World position (3,) of the point ``xyz[o:o+3]`` of body x."""
+    t = TR * x
+    for i in range(3):
+        out[i] = (Tw[t + 9 + i] + Tw[t + 3 * i] * xyz[o] + Tw[t + 3 * i + 1] * xyz[o + 1]
+                  + Tw[t + 3 * i + 2] * xyz[o + 2])
 
 
 @njit(cache=True, inline="always")
-def _add_point_force(w, p, f):
-    """``w += [p × f; f]``: a force f (3,) at the world point p as a world wrench."""
-    w[0] += p[1] * f[2] - p[2] * f[1]
-    w[1] += p[2] * f[0] - p[0] * f[2]
-    w[2] += p[0] * f[1] - p[1] * f[0]
-    w[3] += f[0]
-    w[4] += f[1]
-    w[5] += f[2]
+def _point_velocity(V, x, p, out):
+    """Velocity (3,) of the point p (world) of body x with world spatial twist V[6x:6x+6]."""
+    w = 6 * x
+    out[0] = V[w + 3] + V[w + 1] * p[2] - V[w + 2] * p[1]
+    out[1] = V[w + 4] + V[w + 2] * p[0] - V[w + 0] * p[2]
+    out[2] = V[w + 5] + V[w + 0] * p[1] - V[w + 1] * p[0]
+
+
+@njit(cache=True, inline="always")
+def _add_point_force(w, x, p, f):
+    """``w[x] += [p × f; f]``: a force f (3,) at the world point p as a world wrench."""
+    w[x, 0] += p[1] * f[2] - p[2] * f[1]
+    w[x, 1] += p[2] * f[0] - p[0] * f[2]
+    w[x, 2] += p[0] * f[1] - p[1] * f[0]
+    w[x, 3] += f[0]
+    w[x, 4] += f[1]
+    w[x, 5] += f[2]
 
 
 @njit(cache=True)
-def spring_wrenches(I, IO, F, FO, Rw, pw, V, fext):
+def spring_wrenches(I, IO, F, FO, Tw, V, fext):
     """World wrenches (n_bodies + 1, 6) out of the point-to-point spring-dampers (tension
     ``k(ℓ − ℓ₀) + c ℓ̇`` along a→b; +T n on a, −T n on b, at the attachment points)."""
     fext[:] = 0.0
     ns = iseg(I, IO, I_SIZES)[S_NSP]
+    if ns == 0:
+        return
     body, xyz, coef = iseg(I, IO, I_SP_BODY), fseg(F, FO, F_SP_XYZ), fseg(F, FO, F_SP_COEF)
     pa = np.empty(3)
     pb = np.empty(3)
@@ -116,14 +130,10 @@ def spring_wrenches(I, IO, F, FO, Rw, pw, V, fext):
     fb = np.empty(3)
     for s in range(ns):
         a, b = body[2 * s], body[2 * s + 1]
-        for i in range(3):
-            pa[i] = pw[a, i]
-            pb[i] = pw[b, i]
-            for k in range(3):
-                pa[i] += Rw[a, i, k] * xyz[6 * s + k]
-                pb[i] += Rw[b, i, k] * xyz[6 * s + 3 + k]
-        _point_velocity(V[a], pa, va)
-        _point_velocity(V[b], pb, vb)
+        _point(Tw, a, xyz, 6 * s, pa)
+        _point(Tw, b, xyz, 6 * s + 3, pb)
+        _point_velocity(V, a, pa, va)
+        _point_velocity(V, b, pb, vb)
         length = math.sqrt((pb[0] - pa[0]) ** 2 + (pb[1] - pa[1]) ** 2 + (pb[2] - pa[2]) ** 2)
         rate = 0.0
         for i in range(3):
@@ -133,15 +143,16 @@ def spring_wrenches(I, IO, F, FO, Rw, pw, V, fext):
         for i in range(3):
             fa[i] = t * n[i]
             fb[i] = -t * n[i]
-        _add_point_force(fext[a], pa, fa)
-        _add_point_force(fext[b], pb, fb)
+        _add_point_force(fext, a, pa, fa)
+        _add_point_force(fext, b, pb, fb)
 
 
 @njit(cache=True)
 def rnea(I, IO, F, FO, G, V, A0, a, Iw, fext, tau):
     """``τ_T = M_T a + h_T + g_T − Jᵀ w`` (nv_tree,) out, a (nv,) accelerations (tree part
-    used); V, A0 from :func:`rbc.kernels.kinematics.velocities`. M_T is :func:`crba`'s, with
-    the armature (as Pinocchio's ``rnea`` adds ``armature · a``)."""
+    used); G from :func:`rbc.kernels.kinematics.poses`, V, A0 from :func:`~rbc.kernels.
+    kinematics.velocities`. M_T is :func:`crba`'s, with the armature (as Pinocchio's
+    ``rnea`` adds ``armature · a``)."""
     sizes = iseg(I, IO, I_SIZES)
     nb = sizes[S_NB]
     parent, child, sign = iseg(I, IO, I_E_PARENT), iseg(I, IO, I_E_CHILD), iseg(I, IO, I_E_SIGN)
@@ -158,18 +169,25 @@ def rnea(I, IO, F, FO, G, V, A0, a, Iw, fext, tau):
     for k in tree:
         top, low = (parent[k], child[k]) if sign[k] > 0 else (child[k], parent[k])
         s = float(sign[k])
-        acc[low] = acc[top]
+        for r in range(6):
+            acc[low, r] = acc[top, r]
         for d in range(e_nv[k]):
             j = e_vo[k] + d
             for r in range(6):
-                acc[low, r] += s * G[r, j] * a[j]
+                acc[low, r] += s * G[6 * j + r] * a[j]
         for r in range(6):
-            tot[r] = acc[low, r] + A0[low, r]
-        matvec6(Iw[low], V[low], h)
-        force_cross(V[low], h, cr)
-        matvec6(Iw[low], tot, h)
+            tot[r] = acc[low, r] + A0[6 * low + r]
         for r in range(6):
-            f[low, r] = h[r] + cr[r] - fext[low, r]
+            x = 0.0
+            for c in range(6):
+                x += Iw[low, r, c] * V[6 * low + c]
+            h[r] = x
+        force_cross(V, 6 * low, h, cr)
+        for r in range(6):
+            x = 0.0
+            for c in range(6):
+                x += Iw[low, r, c] * tot[c]
+            f[low, r] = x + cr[r] - fext[low, r]
     for t in range(tree.size - 1, -1, -1):
         k = tree[t]
         top, low = (parent[k], child[k]) if sign[k] > 0 else (child[k], parent[k])
@@ -178,9 +196,10 @@ def rnea(I, IO, F, FO, G, V, A0, a, Iw, fext, tau):
             j = e_vo[k] + d
             acc_t = 0.0
             for r in range(6):
-                acc_t += G[r, j] * f[low, r]
+                acc_t += G[6 * j + r] * f[low, r]
             tau[j] = s * acc_t
-        f[top] += f[low]
+        for r in range(6):
+            f[top, r] += f[low, r]
     arm = fseg(F, FO, F_ARMATURE)
     for j in range(tau.size):
         tau[j] += arm[j] * a[j]
@@ -196,11 +215,16 @@ def crba(I, IO, F, FO, G, Iw, M):
     e_nv, e_vo = iseg(I, IO, I_E_NV), iseg(I, IO, I_E_VO)
     tree, up = iseg(I, IO, I_TREE), iseg(I, IO, I_TREE_UP)
     Ic = np.zeros((nb + 1, 6, 6))
-    Ic[:nb] = Iw
+    for x in range(nb):
+        for r in range(6):
+            for c in range(6):
+                Ic[x, r, c] = Iw[x, r, c]
     for t in range(tree.size - 1, -1, -1):
         k = tree[t]
         top, low = (parent[k], child[k]) if sign[k] > 0 else (child[k], parent[k])
-        Ic[top] += Ic[low]
+        for r in range(6):
+            for c in range(6):
+                Ic[top, r, c] += Ic[low, r, c]
     M[:] = 0.0
     Fk = np.empty((6, 6))
     for k in tree:
@@ -214,7 +238,7 @@ def crba(I, IO, F, FO, G, Iw, M):
             for r in range(6):
                 acc = 0.0
                 for c in range(6):
-                    acc += Ic[low, r, c] * G[c, vo + d]
+                    acc += Ic[low, r, c] * G[6 * (vo + d) + c]
                 Fk[r, d] = s * acc
         kk = k
         while kk >= 0:
@@ -225,7 +249,7 @@ def crba(I, IO, F, FO, G, Iw, M):
                     for d in range(n):
                         acc = 0.0
                         for r in range(6):
-                            acc += G[r, e_vo[kk] + d2] * Fk[r, d]
+                            acc += G[6 * (e_vo[kk] + d2) + r] * Fk[r, d]
                         M[e_vo[kk] + d2, vo + d] = s2 * acc
                         M[vo + d, e_vo[kk] + d2] = s2 * acc
             kk = up[kk]
@@ -303,7 +327,7 @@ def powers(I, IO, v, f, tau, V, fext, out):
     if iseg(I, IO, I_SIZES)[S_NSP]:
         for x in range(nb):
             for r in range(6):
-                p += fext[x, r] * V[x, r]
+                p += fext[x, r] * V[6 * x + r]
     out[0] = p_act
     out[1] = p - p_act
 

@@ -81,7 +81,11 @@ class KernelModel:
     def forward_dynamics(self, q: np.ndarray, u: np.ndarray, f: np.ndarray | None = None
                          ) -> np.ndarray:
         """``u̇`` (n_u,) at (q, u, f). Raises KernelError as :meth:`terms`."""
-        return self.terms(q, u, f).udot
+        udot = np.empty(self.nu)
+        s = step.forward(*self._args, _f64(q), _f64(u), self._efforts(f), udot)
+        if s != step.OK:
+            raise KernelError("forward dynamics", s)
+        return udot
 
     def geometry(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """``(ρ (n_rows,), C (n_rows, nv) dense, E (nv, n_u) or None if R_p is singular)``."""
@@ -121,7 +125,10 @@ class KernelModel:
               else np.ascontiguousarray(Fp, dtype=float))
         UD = np.empty((n, self.nu))
         status = np.empty(n, dtype=np.int64)
-        step.evaluate_batch(*self._args, Q, U, Fp, UD, status)
+        import numba
+
+        step.evaluate_batch(*self._args, Q, U, Fp, UD, status,
+                            max(1, min(n, numba.get_num_threads())))
         bad = np.flatnonzero(status != step.OK)
         if bad.size:
             raise KernelError(f"batch state {int(bad[0])}", int(status[bad[0]]))

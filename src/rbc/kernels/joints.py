@@ -4,8 +4,11 @@ The same maps as :mod:`rbc.ir.joints` (DESIGN.md §2: ``Q = T_Jb_Jc``; S angular
 child joint frame Jc; rbc's q/v layouts), selected by the joint code of
 :data:`rbc.kernels.layout.CODES`; tested against the Pinocchio one-joint models behind
 :class:`~rbc.ir.joints.JointKind` (``tests/kernels/test_joints.py``). Arguments: the joint
-code, its axis (3,), second axis (3,) (universal), pitch [m/rad] (helical) and planar
-alignment R0 (3, 3); q and v are the joint's own coordinate slices.
+code, the configuration and its offset ``(q, qo)`` (and ``(v, vo)``), the joint's parameter
+record ``(P, po)`` (:data:`JP` floats: axis, second axis (universal), pitch [m/rad]
+(helical), planar alignment R0) and outputs at offsets of flat arrays (a transform record,
+:data:`rbc.kernels.se3.TR`): no views and no allocations on the hot path. ``integrate``
+takes the joint's own coordinate slices.
 """
 
 from __future__ import annotations
@@ -15,118 +18,134 @@ import math
 import numpy as np
 from numba import njit
 
-from rbc.kernels.se3 import exp3_scaled, mul3, quat_to_rotation
+from rbc.kernels.se3 import quat_to_rotation, rotation, rotation_entries
 
 FIXED, REVOLUTE, PRISMATIC, HELICAL, UNIVERSAL, CYLINDRICAL, PLANAR, SPHERICAL, FREE = range(9)
 
+#: Floats of a joint's parameter record: axis (3), second axis (3, universal), pitch [m/rad]
+#: (1, helical), planar alignment R0 (9, row-major); offsets :data:`AXIS` … :data:`ALIGN`.
+JP = 16
+AXIS, AXIS2, PITCH, ALIGN = 0, 3, 6, 7
+
+
+def parameters(axis, axis2, pitch, R0) -> np.ndarray:
+    """A joint's parameter record (:data:`JP`,) from its axis (3,), second axis (3,), pitch
+    and alignment R0 (3, 3) (the layout's and the tests' one place that packs it)."""
+    return np.concatenate([np.asarray(axis, dtype=float).ravel(),
+                           np.asarray(axis2, dtype=float).ravel(), [float(pitch)],
+                           np.asarray(R0, dtype=float).ravel()])
+
 
 @njit(cache=True, inline="always")
-def _identity(R):
-    for i in range(3):
-        for j in range(3):
-            R[i, j] = 1.0 if i == j else 0.0
-
-
-@njit(cache=True, inline="always")
-def motion(code, q, axis, axis2, pitch, R0, R, p):
-    """``Q(q) = T_Jb_Jc``: writes R (3, 3) and p (3,)."""
-    p[0] = 0.0
-    p[1] = 0.0
-    p[2] = 0.0
-    if code == FIXED:
-        _identity(R)
+def motion(code, q, qo, P, po, T, t):
+    """``Q(q) = T_Jb_Jc`` into the transform record ``T[t:t+12]``: the joint's coordinates
+    start at ``q[qo]``, its parameter record at ``P[po]``."""
+    T[t + 9] = 0.0
+    T[t + 10] = 0.0
+    T[t + 11] = 0.0
+    if code == FIXED or code == PRISMATIC:
+        for n in range(9):
+            T[t + n] = 1.0 if n % 4 == 0 else 0.0
+        if code == PRISMATIC:
+            for i in range(3):
+                T[t + 9 + i] = P[po + AXIS + i] * q[qo]
     elif code == REVOLUTE:
-        exp3_scaled(axis, q[0], R)
-    elif code == PRISMATIC:
-        _identity(R)
-        for i in range(3):
-            p[i] = axis[i] * q[0]
+        rotation(P, po + AXIS, q[qo], T, t)
     elif code == HELICAL:
-        exp3_scaled(axis, q[0], R)
+        rotation(P, po + AXIS, q[qo], T, t)
         for i in range(3):
-            p[i] = axis[i] * (pitch * q[0])
-    elif code == UNIVERSAL:
-        R1 = np.empty((3, 3))
-        R2 = np.empty((3, 3))
-        exp3_scaled(axis, q[0], R1)
-        exp3_scaled(axis2, q[1], R2)
-        mul3(R1, R2, R)
+            T[t + 9 + i] = P[po + AXIS + i] * (P[po + PITCH] * q[qo])
+    elif code == UNIVERSAL:  # R = exp(a1 q0) exp(a2 q1)
+        rotation(P, po + AXIS, q[qo], T, t)
+        a = q[qo + 1]
+        r = rotation_entries(a * P[po + AXIS2], a * P[po + AXIS2 + 1], a * P[po + AXIS2 + 2])
+        for i in range(3):
+            x0, x1, x2 = T[t + 3 * i], T[t + 3 * i + 1], T[t + 3 * i + 2]
+            for j in range(3):
+                T[t + 3 * i + j] = x0 * r[j] + x1 * r[3 + j] + x2 * r[6 + j]
     elif code == CYLINDRICAL:
-        exp3_scaled(axis, q[1], R)
+        rotation(P, po + AXIS, q[qo + 1], T, t)
         for i in range(3):
-            p[i] = axis[i] * q[0]
+            T[t + 9 + i] = P[po + AXIS + i] * q[qo]
     elif code == PLANAR:
         # Q = R0·(Rz(θ), [x, y, 0])·R0ᵀ with cos θ, sin θ stored (normalised here)
-        n = math.sqrt(q[2] * q[2] + q[3] * q[3])
-        c, s = q[2] / n, q[3] / n
+        n = math.sqrt(q[qo + 2] * q[qo + 2] + q[qo + 3] * q[qo + 3])
+        c, s = q[qo + 2] / n, q[qo + 3] / n
+        r0 = po + ALIGN
         for i in range(3):
-            a0 = R0[i, 0] * c + R0[i, 1] * s  # (R0 Rz)[i, 0]
-            a1 = -R0[i, 0] * s + R0[i, 1] * c  # (R0 Rz)[i, 1]
-            a2 = R0[i, 2]
+            a0 = P[r0 + 3 * i] * c + P[r0 + 3 * i + 1] * s  # (R0 Rz)[i, 0]
+            a1 = -P[r0 + 3 * i] * s + P[r0 + 3 * i + 1] * c  # (R0 Rz)[i, 1]
+            a2 = P[r0 + 3 * i + 2]
             for j in range(3):
-                R[i, j] = a0 * R0[j, 0] + a1 * R0[j, 1] + a2 * R0[j, 2]
-            p[i] = R0[i, 0] * q[0] + R0[i, 1] * q[1]
+                T[t + 3 * i + j] = (a0 * P[r0 + 3 * j] + a1 * P[r0 + 3 * j + 1]
+                                    + a2 * P[r0 + 3 * j + 2])
+            T[t + 9 + i] = P[r0 + 3 * i] * q[qo] + P[r0 + 3 * i + 1] * q[qo + 1]
     elif code == SPHERICAL:
-        quat_to_rotation(q[0], q[1], q[2], q[3], R)
+        quat_to_rotation(q[qo], q[qo + 1], q[qo + 2], q[qo + 3], T, t)
     else:  # FREE: [x, y, z, w, qx, qy, qz]
-        quat_to_rotation(q[3], q[4], q[5], q[6], R)
-        p[0], p[1], p[2] = q[0], q[1], q[2]
+        quat_to_rotation(q[qo + 3], q[qo + 4], q[qo + 5], q[qo + 6], T, t)
+        T[t + 9], T[t + 10], T[t + 11] = q[qo], q[qo + 1], q[qo + 2]
 
 
 @njit(cache=True, inline="always")
-def subspace(code, q, axis, axis2, pitch, R0, S):
-    """``S(q)`` (6, nv) angular-first in Jc (writes S, shape (6, nv))."""
-    for r in range(6):
-        for c in range(S.shape[1]):
-            S[r, c] = 0.0
+def _first_axis_in_jc(q, qo, P, po):
+    """The universal joint's first axis in Jc, ``R₂ᵀ a₁`` (R₂ = exp(a₂ q₁)), as scalars."""
+    a = q[qo + 1]
+    r = rotation_entries(a * P[po + AXIS2], a * P[po + AXIS2 + 1], a * P[po + AXIS2 + 2])
+    x, y, z = P[po + AXIS], P[po + AXIS + 1], P[po + AXIS + 2]
+    return (r[0] * x + r[3] * y + r[6] * z, r[1] * x + r[4] * y + r[7] * z,
+            r[2] * x + r[5] * y + r[8] * z)
+
+
+@njit(cache=True, inline="always")
+def subspace(code, q, qo, P, po, S):
+    """``S(q)`` angular-first in Jc into S (≥ 6 nv,): column d at ``S[6d:6d+6]``."""
+    for n in range(36):
+        S[n] = 0.0
     if code == REVOLUTE:
         for i in range(3):
-            S[i, 0] = axis[i]
+            S[i] = P[po + AXIS + i]
     elif code == PRISMATIC:
         for i in range(3):
-            S[3 + i, 0] = axis[i]
+            S[3 + i] = P[po + AXIS + i]
     elif code == HELICAL:
         for i in range(3):
-            S[i, 0] = axis[i]
-            S[3 + i, 0] = pitch * axis[i]
+            S[i] = P[po + AXIS + i]
+            S[3 + i] = P[po + PITCH] * P[po + AXIS + i]
     elif code == UNIVERSAL:
-        R2 = np.empty((3, 3))
-        exp3_scaled(axis2, q[1], R2)
+        S[0], S[1], S[2] = _first_axis_in_jc(q, qo, P, po)
         for i in range(3):
-            S[i, 0] = R2[0, i] * axis[0] + R2[1, i] * axis[1] + R2[2, i] * axis[2]
-            S[i, 1] = axis2[i]
+            S[6 + i] = P[po + AXIS2 + i]
     elif code == CYLINDRICAL:
         for i in range(3):
-            S[3 + i, 0] = axis[i]
-            S[i, 1] = axis[i]
+            S[3 + i] = P[po + AXIS + i]
+            S[6 + i] = P[po + AXIS + i]
     elif code == PLANAR:
         for i in range(3):
-            S[3 + i, 0] = R0[i, 0]
-            S[3 + i, 1] = R0[i, 1]
-            S[i, 2] = R0[i, 2]
+            S[3 + i] = P[po + ALIGN + 3 * i]
+            S[9 + i] = P[po + ALIGN + 3 * i + 1]
+            S[12 + i] = P[po + ALIGN + 3 * i + 2]
     elif code == SPHERICAL:
         for i in range(3):
-            S[i, i] = 1.0
+            S[7 * i] = 1.0
     elif code == FREE:
         for i in range(6):
-            S[i, i] = 1.0
+            S[7 * i] = 1.0
 
 
 @njit(cache=True, inline="always")
-def subspace_rate(code, q, v, axis, axis2, out):
+def subspace_rate(code, q, qo, v, vo, P, po, out):
     """``Ṡ(q) v`` (6,) in Jc: ``[−θ̇₂ θ̇₁ a₂ × (R₂ᵀ a₁); 0]`` for the universal joint (its
-    first axis turns in Jc with θ₂), zero for every other kind. Returns False when zero."""
+    first axis turns in Jc with θ₂), zero for every other kind. Returns False when zero
+    (out is then not written)."""
     if code != UNIVERSAL:
         return False
-    R2 = np.empty((3, 3))
-    exp3_scaled(axis2, q[1], R2)
-    b = np.empty(3)
-    for i in range(3):
-        b[i] = R2[0, i] * axis[0] + R2[1, i] * axis[1] + R2[2, i] * axis[2]
-    k = -v[1] * v[0]
-    out[0] = k * (axis2[1] * b[2] - axis2[2] * b[1])
-    out[1] = k * (axis2[2] * b[0] - axis2[0] * b[2])
-    out[2] = k * (axis2[0] * b[1] - axis2[1] * b[0])
+    b0, b1, b2 = _first_axis_in_jc(q, qo, P, po)
+    k = -v[vo + 1] * v[vo]
+    x, y, z = P[po + AXIS2], P[po + AXIS2 + 1], P[po + AXIS2 + 2]
+    out[0] = k * (y * b2 - z * b1)
+    out[1] = k * (z * b0 - x * b2)
+    out[2] = k * (x * b1 - y * b0)
     out[3] = 0.0
     out[4] = 0.0
     out[5] = 0.0
@@ -182,8 +201,8 @@ def integrate(code, q, v, out):
     elif code == SPHERICAL:
         _quat_mul_exp(q[0], q[1], q[2], q[3], v, out)
     else:  # FREE: Q·exp6([ω; v]): p' = p + R V(ω) v, quaternion q ⊗ exp(ω/2)
-        R = np.empty((3, 3))
-        quat_to_rotation(q[3], q[4], q[5], q[6], R)
+        R = np.empty(9)
+        quat_to_rotation(q[3], q[4], q[5], q[6], R, 0)
         om = v[:3]
         t2 = om[0] * om[0] + om[1] * om[1] + om[2] * om[2]
         if t2 < 0.25:
@@ -211,7 +230,7 @@ def integrate(code, q, v, out):
         for i in range(3):
             d[i] = lin[i] + b * wl[i] + c * wwl[i]  # V(ω) v
         for i in range(3):
-            out[i] = q[i] + R[i, 0] * d[0] + R[i, 1] * d[1] + R[i, 2] * d[2]
+            out[i] = q[i] + R[3 * i] * d[0] + R[3 * i + 1] * d[1] + R[3 * i + 2] * d[2]
         qq = np.empty(4)
         _quat_mul_exp(q[3], q[4], q[5], q[6], om, qq)
         out[3:7] = qq

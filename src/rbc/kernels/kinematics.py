@@ -23,6 +23,13 @@ child frame reached through the chord (``α_b + ad(V_b)(g'_e v_e) + Ad(F_e) Ṡ_
 ``F_e = T_w_b A_e Q_e``, ``g'_e = Ad(F_e) S_e``), exactly the augmented tree's definition.
 Body twists and bias accelerations: ``V_x = V_p + σ g v``,
 ``α_x = α_p + σ (ad(V_p) g v + Ad(T_w_Jc) Ṡ v)`` (p the tree parent).
+
+Arrays (flat, indexed in place — a view costs a reference count, an allocation ~50 ns, and
+both add up per edge; with two threads the counts on the shared layout arrays bounce between
+cores): world poses ``Tw`` (12 (n_bodies + 1),), transform records of
+:data:`rbc.kernels.se3.TR` floats, the world last; joint child frames ``Jw`` (12 n_edges,)
+``T_w_Jc``; world columns ``G`` (6 nv,), column j at ``G[6j:6j+6]``; chord frames ``Fch``
+(12 n_chords,) ``F_e``; twists ``V`` and bias accelerations ``A0`` (6 (n_bodies + 1),).
 """
 
 from __future__ import annotations
@@ -35,14 +42,9 @@ from rbc.kernels.access import fseg, iseg
 from rbc.kernels.layout import (
     F_CP_COEF,
     F_CP_OFFSET,
-    F_E_AP,
-    F_E_AR,
-    F_E_AXIS,
-    F_E_AXIS2,
-    F_E_BP,
-    F_E_BR,
-    F_E_PITCH,
-    F_E_R0,
+    F_E_A,
+    F_E_B,
+    F_E_JOINT,
     I_CH_COL_PTR,
     I_CH_COLS,
     I_CH_EDGE,
@@ -66,129 +68,80 @@ from rbc.kernels.layout import (
     S_NCH,
     S_NCP,
     S_NE,
-    S_NV,
 )
 from rbc.kernels.se3 import (
+    JL_WORK,
+    TR,
     adjoint_apply,
     adjoint_matrix,
     compose,
     compose_inv,
     inv_compose,
+    inverse,
     left_jacobian_inverse,
     log6,
-    matvec6,
     motion_cross,
-    mul6,
 )
 
 
 @njit(cache=True, inline="always")
-def edge_motion(I, IO, F, FO, k, q, R, p):
-    """``Q_k(q_k)`` of edge k (R (3, 3), p (3,))."""
-    code = iseg(I, IO, I_E_CODE)[k]
-    qo = iseg(I, IO, I_E_QO)[k]
-    axis = fseg(F, FO, F_E_AXIS)[3 * k: 3 * k + 3]
-    axis2 = fseg(F, FO, F_E_AXIS2)[3 * k: 3 * k + 3]
-    R0 = fseg(F, FO, F_E_R0)[9 * k: 9 * k + 9].reshape((3, 3))
-    jk.motion(code, q[qo:], axis, axis2, fseg(F, FO, F_E_PITCH)[k], R0, R, p)
-
-
-@njit(cache=True, inline="always")
-def edge_subspace(I, IO, F, FO, k, q, S):
-    """``S_k(q_k)`` (6, nv_k) in Jc."""
-    code = iseg(I, IO, I_E_CODE)[k]
-    qo = iseg(I, IO, I_E_QO)[k]
-    axis = fseg(F, FO, F_E_AXIS)[3 * k: 3 * k + 3]
-    axis2 = fseg(F, FO, F_E_AXIS2)[3 * k: 3 * k + 3]
-    R0 = fseg(F, FO, F_E_R0)[9 * k: 9 * k + 9].reshape((3, 3))
-    jk.subspace(code, q[qo:], axis, axis2, fseg(F, FO, F_E_PITCH)[k], R0, S)
-
-
-@njit(cache=True, inline="always")
-def edge_transform(I, IO, F, FO, k, q, R, p):
-    """``X_k = A_k Q_k(q_k) B_k⁻¹ = T_parent_child`` of edge k."""
-    AR = fseg(F, FO, F_E_AR)[9 * k: 9 * k + 9].reshape((3, 3))
-    Ap = fseg(F, FO, F_E_AP)[3 * k: 3 * k + 3]
-    BR = fseg(F, FO, F_E_BR)[9 * k: 9 * k + 9].reshape((3, 3))
-    Bp = fseg(F, FO, F_E_BP)[3 * k: 3 * k + 3]
-    QR = np.empty((3, 3))
-    Qp = np.empty(3)
-    edge_motion(I, IO, F, FO, k, q, QR, Qp)
-    R1 = np.empty((3, 3))
-    p1 = np.empty(3)
-    compose(AR, Ap, QR, Qp, R1, p1)
-    compose_inv(R1, p1, BR, Bp, R, p)
+def edge_transform(I, IO, F, FO, k, q, X, x, w):
+    """``X[x:x+12] = A_k Q_k(q_k) B_k⁻¹ = T_parent_child`` of edge k; ``w`` (24,) scratch
+    holds ``A_k Q_k`` at ``w[12:24]`` afterwards."""
+    jk.motion(I[IO[I_E_CODE] + k], q, I[IO[I_E_QO] + k], F, FO[F_E_JOINT] + jk.JP * k, w, 0)
+    compose(F, FO[F_E_A] + TR * k, w, 0, w, TR)
+    compose_inv(w, TR, F, FO[F_E_B] + TR * k, X, x)
 
 
 @njit(cache=True)
-def poses(I, IO, F, FO, q, Rw, pw, G):
-    """World poses of every body and the world columns of every edge.
+def poses(I, IO, F, FO, q, Tw, Jw, G):
+    """World poses of every body, joint child frames and the world columns of every edge.
 
     Args:
         q: (nq,) configuration.
-        Rw, pw: (n_bodies + 1, 3, 3), (n_bodies + 1, 3) out: ``T_w_x`` (last: the world).
-        G: (6, nv) out: the world column ``g`` of every velocity coordinate.
+        Tw: (12 (n_bodies + 1),) out: ``T_w_x`` (last: the world).
+        Jw: (12 n_edges,) out: ``T_w_Jc = T_w_c B`` of every edge with coordinates.
+        G: (6 nv,) out: the world column ``g`` of every velocity coordinate.
     """
     sizes = iseg(I, IO, I_SIZES)
     nb, ne = sizes[S_NB], sizes[S_NE]
     parent, child, sign = iseg(I, IO, I_E_PARENT), iseg(I, IO, I_E_CHILD), iseg(I, IO, I_E_SIGN)
-    Rw[nb] = np.eye(3)
-    pw[nb] = 0.0
-    X = np.empty((3, 3))
-    x = np.empty(3)
+    e_nv, e_vo, e_qo, codes = (iseg(I, IO, I_E_NV), iseg(I, IO, I_E_VO), iseg(I, IO, I_E_QO),
+                               iseg(I, IO, I_E_CODE))
+    w = TR * nb
+    for n in range(TR):
+        Tw[w + n] = 1.0 if n < 9 and n % 4 == 0 else 0.0
+    X = np.empty(TR)
+    scratch = np.empty(2 * TR)
     for k in iseg(I, IO, I_TREE):
-        edge_transform(I, IO, F, FO, k, q, X, x)
+        edge_transform(I, IO, F, FO, k, q, X, 0, scratch)
         if sign[k] > 0:
-            compose(Rw[parent[k]], pw[parent[k]], X, x, Rw[child[k]], pw[child[k]])
+            compose(Tw, TR * parent[k], X, 0, Tw, TR * child[k])
         else:
-            compose_inv(Rw[child[k]], pw[child[k]], X, x, Rw[parent[k]], pw[parent[k]])
-    e_nv, e_vo = iseg(I, IO, I_E_NV), iseg(I, IO, I_E_VO)
-    BRs, Bps = fseg(F, FO, F_E_BR), fseg(F, FO, F_E_BP)
-    JR = np.empty((3, 3))
-    Jp = np.empty(3)
-    S = np.empty((6, 6))
-    col = np.empty(6)
-    sv = np.empty(6)
+            compose_inv(Tw, TR * child[k], X, 0, Tw, TR * parent[k])
+    oB, oJ = FO[F_E_B], FO[F_E_JOINT]
+    S = np.empty(36)
     for k in range(ne):
         n = e_nv[k]
         if n == 0:
             continue
-        c = child[k]
-        compose(Rw[c], pw[c], BRs[9 * k: 9 * k + 9].reshape((3, 3)), Bps[3 * k: 3 * k + 3],
-                JR, Jp)
-        edge_subspace(I, IO, F, FO, k, q, S[:, :n])
+        compose(Tw, TR * child[k], F, oB + TR * k, Jw, TR * k)
+        jk.subspace(codes[k], q, e_qo[k], F, oJ + jk.JP * k, S)
         for d in range(n):
-            for r in range(6):
-                sv[r] = S[r, d]
-            adjoint_apply(JR, Jp, sv, col)
-            for r in range(6):
-                G[r, e_vo[k] + d] = col[r]
+            adjoint_apply(Jw, TR * k, S, 6 * d, G, 6 * (e_vo[k] + d))
 
 
 @njit(cache=True)
-def chord_frame(I, IO, F, FO, i, q, Rw, pw, R, p):
-    """``F_e = T_w_b A_e Q_e(q_e)``: the cut joint's child frame Jc reached through the chord."""
-    e = iseg(I, IO, I_CH_EDGE)[i]
-    b = iseg(I, IO, I_E_PARENT)[e]
-    QR = np.empty((3, 3))
-    Qp = np.empty(3)
-    edge_motion(I, IO, F, FO, e, q, QR, Qp)
-    R1 = np.empty((3, 3))
-    p1 = np.empty(3)
-    compose(Rw[b], pw[b], fseg(F, FO, F_E_AR)[9 * e: 9 * e + 9].reshape((3, 3)),
-            fseg(F, FO, F_E_AP)[3 * e: 3 * e + 3], R1, p1)
-    compose(R1, p1, QR, Qp, R, p)
-
-
-@njit(cache=True)
-def closure(I, IO, F, FO, q, Rw, pw, G, rho, Cc, P):
-    """Residual, compact closure Jacobian and the per-chord left factor.
+def closure(I, IO, F, FO, q, Tw, G, rho, Cc, P, Fch):
+    """Residual, compact closure Jacobian, the per-chord left factor and the chord frames.
 
     Args:
         rho: (n_rows,) out: ``[ρ_e…; γ…]`` [rad, m].
         Cc: out: per chord i its (6, n_cols_i) block over the compact columns (row-major at
             ``6·ch_col_ptr[i]``), ``C_e = J_l⁻¹ Ad(T_b_w) [Σ σ_j g_j − g_e]``.
         P: (n_chords, 6, 6) out: ``J_l(ρ_e)⁻¹ Ad(T_b_w)``.
+        Fch: (12 n_chords,) out: ``F_e = T_w_b A_e Q_e(q_e)``, the cut joint's child frame Jc
+            reached through the chord (the velocity product's frame).
     """
     sizes = iseg(I, IO, I_SIZES)
     nch, ncp = sizes[S_NCH], sizes[S_NCP]
@@ -197,44 +150,42 @@ def closure(I, IO, F, FO, q, Rw, pw, G, rho, Cc, P):
     col_ptr = iseg(I, IO, I_CH_COL_PTR)
     t_ptr, t_v = iseg(I, IO, I_CH_TERM_PTR), iseg(I, IO, I_CH_TERM_V)
     t_loc, t_sg = iseg(I, IO, I_CH_TERM_LOCAL), iseg(I, IO, I_CH_TERM_SIGN)
-    Rbc = np.empty((3, 3))
-    pbc = np.empty(3)
-    X = np.empty((3, 3))
-    x = np.empty(3)
-    DR = np.empty((3, 3))
-    Dp = np.empty(3)
-    Rbw = np.empty((3, 3))
-    pbw = np.empty(3)
+    w = np.empty(4 * TR)  # T_b_c, X, Δ, T_b_w
+    scratch = np.empty(2 * TR)
+    jl_work = np.empty(JL_WORK)
     xi = np.empty(6)
     Jl = np.empty((6, 6))
     Ad = np.empty((6, 6))
     for i in range(nch):
         e = ch_edge[i]
         b, c = parent[e], child[e]
-        inv_compose(Rw[b], pw[b], Rw[c], pw[c], Rbc, pbc)
-        edge_transform(I, IO, F, FO, e, q, X, x)
-        compose_inv(Rbc, pbc, X, x, DR, Dp)
-        log6(DR, Dp, xi)
-        rho[6 * i: 6 * i + 6] = xi
-        left_jacobian_inverse(xi, Jl)
-        for r in range(3):
-            for c2 in range(3):
-                Rbw[r, c2] = Rw[b, c2, r]
-        for r in range(3):
-            pbw[r] = -(Rbw[r, 0] * pw[b, 0] + Rbw[r, 1] * pw[b, 1] + Rbw[r, 2] * pw[b, 2])
-        adjoint_matrix(Rbw, pbw, Ad)
-        Pi = P[i]
-        mul6(Jl, Ad, Pi)
+        inv_compose(Tw, TR * b, Tw, TR * c, w, 0)
+        edge_transform(I, IO, F, FO, e, q, w, TR, scratch)
+        compose(Tw, TR * b, scratch, TR, Fch, TR * i)
+        compose_inv(w, 0, w, TR, w, 2 * TR)
+        log6(w, 2 * TR, xi)
+        for r in range(6):
+            rho[6 * i + r] = xi[r]
+        left_jacobian_inverse(xi, Jl, jl_work)
+        inverse(Tw, TR * b, w, 3 * TR)
+        adjoint_matrix(w, 3 * TR, Ad)
+        for r in range(6):
+            for c2 in range(6):
+                s = 0.0
+                for k in range(6):
+                    s += Jl[r, k] * Ad[k, c2]
+                P[i, r, c2] = s
         n = col_ptr[i + 1] - col_ptr[i]
-        blk = Cc[6 * col_ptr[i]: 6 * col_ptr[i + 1]].reshape((6, n))
-        blk[:] = 0.0
+        base = 6 * col_ptr[i]
+        for m in range(base, base + 6 * n):
+            Cc[m] = 0.0
         for t in range(t_ptr[i], t_ptr[i + 1]):
-            gv, loc, sg = t_v[t], t_loc[t], t_sg[t]
+            gv, loc, sg = 6 * t_v[t], t_loc[t], t_sg[t]
             for r in range(6):
                 s = 0.0
                 for k in range(6):
-                    s += Pi[r, k] * G[k, gv]
-                blk[r, loc] += sg * s
+                    s += P[i, r, k] * G[gv + k]
+                Cc[base + r * n + loc] += sg * s
     cp_ptr, cp_q = iseg(I, IO, I_CP_PTR), iseg(I, IO, I_CP_Q)
     coef, off = fseg(F, FO, F_CP_COEF), fseg(F, FO, F_CP_OFFSET)
     for c in range(ncp):
@@ -264,55 +215,54 @@ def dense_jacobian(I, IO, F, FO, Cc, C):
 
 
 @njit(cache=True)
-def velocities(I, IO, F, FO, q, v, Rw, pw, G, V, A0):
-    """World spatial twists V (n_bodies + 1, 6) and bias accelerations A0 (same shape; zero
-    joint accelerations, no gravity) of every body (module docstring)."""
+def velocities(I, IO, F, FO, q, v, Jw, G, V, A0):
+    """World spatial twists V (6 (n_bodies + 1),) and bias accelerations A0 (same; zero
+    joint accelerations, no gravity) of every body (module docstring); Jw from
+    :func:`poses`."""
     sizes = iseg(I, IO, I_SIZES)
     nb = sizes[S_NB]
     parent, child, sign = iseg(I, IO, I_E_PARENT), iseg(I, IO, I_E_CHILD), iseg(I, IO, I_E_SIGN)
     e_nv, e_vo, e_qo = iseg(I, IO, I_E_NV), iseg(I, IO, I_E_VO), iseg(I, IO, I_E_QO)
     codes = iseg(I, IO, I_E_CODE)
-    V[nb] = 0.0
-    A0[nb] = 0.0
+    oJ = FO[F_E_JOINT]
+    for r in range(6):
+        V[6 * nb + r] = 0.0
+        A0[6 * nb + r] = 0.0
     gv = np.empty(6)
     tmp = np.empty(6)
     sd = np.empty(6)
-    JR = np.empty((3, 3))
-    Jp = np.empty(3)
-    BRs, Bps = fseg(F, FO, F_E_BR), fseg(F, FO, F_E_BP)
     for k in iseg(I, IO, I_TREE):
         if sign[k] > 0:
-            top, low = parent[k], child[k]
+            top, low = 6 * parent[k], 6 * child[k]
         else:
-            top, low = child[k], parent[k]
+            top, low = 6 * child[k], 6 * parent[k]
         n = e_nv[k]
         if n == 0:
-            V[low] = V[top]
-            A0[low] = A0[top]
+            for r in range(6):
+                V[low + r] = V[top + r]
+                A0[low + r] = A0[top + r]
             continue
-        gv[:] = 0.0
-        for d in range(n):
-            for r in range(6):
-                gv[r] += G[r, e_vo[k] + d] * v[e_vo[k] + d]
-        s = float(sign[k])
-        motion_cross(V[top], gv, tmp)
+        vo = e_vo[k]
         for r in range(6):
-            V[low, r] = V[top, r] + s * gv[r]
-            A0[low, r] = A0[top, r] + s * tmp[r]
-        axis = fseg(F, FO, F_E_AXIS)[3 * k: 3 * k + 3]
-        axis2 = fseg(F, FO, F_E_AXIS2)[3 * k: 3 * k + 3]
-        if jk.subspace_rate(codes[k], q[e_qo[k]:], v[e_vo[k]:], axis, axis2, sd):
-            c = child[k]
-            compose(Rw[c], pw[c], BRs[9 * k: 9 * k + 9].reshape((3, 3)),
-                    Bps[3 * k: 3 * k + 3], JR, Jp)
-            adjoint_apply(JR, Jp, sd, tmp)
+            s = 0.0
+            for d in range(n):
+                s += G[6 * (vo + d) + r] * v[vo + d]
+            gv[r] = s
+        s = float(sign[k])
+        motion_cross(V, top, gv, 0, tmp, 0)
+        for r in range(6):
+            V[low + r] = V[top + r] + s * gv[r]
+            A0[low + r] = A0[top + r] + s * tmp[r]
+        if jk.subspace_rate(codes[k], q, e_qo[k], v, vo, F, oJ + jk.JP * k, sd):
+            adjoint_apply(Jw, TR * k, sd, 0, tmp, 0)
             for r in range(6):
-                A0[low, r] += s * tmp[r]
+                A0[low + r] += s * tmp[r]
 
 
 @njit(cache=True)
-def velocity_product(I, IO, F, FO, q, v, Rw, pw, V, A0, P, cv):
-    """``Ċ v`` (n_rows,) out: ``J_l⁻¹ Ad(T_b_w)(α_c − α_e)`` per chord; couplings 0."""
+def velocity_product(I, IO, F, FO, q, v, Fch, V, A0, P, cv):
+    """``Ċ v`` (n_rows,) out: ``J_l⁻¹ Ad(T_b_w)(α_c − α_e)`` per chord; couplings 0. Fch and
+    P from :func:`closure`, V and A0 from :func:`velocities`."""
     sizes = iseg(I, IO, I_SIZES)
     nch = sizes[S_NCH]
     cv[:] = 0.0
@@ -320,9 +270,8 @@ def velocity_product(I, IO, F, FO, q, v, Rw, pw, V, A0, P, cv):
     parent, child = iseg(I, IO, I_E_PARENT), iseg(I, IO, I_E_CHILD)
     e_nv, e_vo, e_qo = iseg(I, IO, I_E_NV), iseg(I, IO, I_E_VO), iseg(I, IO, I_E_QO)
     codes = iseg(I, IO, I_E_CODE)
-    FR = np.empty((3, 3))
-    Fp = np.empty(3)
-    S = np.empty((6, 6))
+    oJ = FO[F_E_JOINT]
+    S = np.empty(36)
     s_v = np.empty(6)
     g = np.empty(6)
     tmp = np.empty(6)
@@ -332,26 +281,29 @@ def velocity_product(I, IO, F, FO, q, v, Rw, pw, V, A0, P, cv):
         e = ch_edge[i]
         b, c = parent[e], child[e]
         for r in range(6):
-            acc[r] = A0[c, r] - A0[b, r]
+            acc[r] = A0[6 * c + r] - A0[6 * b + r]
         n = e_nv[e]
         if n:
-            chord_frame(I, IO, F, FO, i, q, Rw, pw, FR, Fp)
-            edge_subspace(I, IO, F, FO, e, q, S[:, :n])
-            s_v[:] = 0.0
-            for d in range(n):
-                for r in range(6):
-                    s_v[r] += S[r, d] * v[e_vo[e] + d]
-            adjoint_apply(FR, Fp, s_v, g)
-            motion_cross(V[b], g, tmp)
+            vo = e_vo[e]
+            jk.subspace(codes[e], q, e_qo[e], F, oJ + jk.JP * e, S)
+            for r in range(6):
+                s = 0.0
+                for d in range(n):
+                    s += S[6 * d + r] * v[vo + d]
+                s_v[r] = s
+            adjoint_apply(Fch, TR * i, s_v, 0, g, 0)
+            motion_cross(V, 6 * b, g, 0, tmp, 0)
             for r in range(6):
                 acc[r] -= tmp[r]
-            axis = fseg(F, FO, F_E_AXIS)[3 * e: 3 * e + 3]
-            axis2 = fseg(F, FO, F_E_AXIS2)[3 * e: 3 * e + 3]
-            if jk.subspace_rate(codes[e], q[e_qo[e]:], v[e_vo[e]:], axis, axis2, sd):
-                adjoint_apply(FR, Fp, sd, tmp)
+            if jk.subspace_rate(codes[e], q, e_qo[e], v, vo, F, oJ + jk.JP * e, sd):
+                adjoint_apply(Fch, TR * i, sd, 0, tmp, 0)
                 for r in range(6):
                     acc[r] -= tmp[r]
-        matvec6(P[i], acc, cv[6 * i: 6 * i + 6])
+        for r in range(6):
+            s = 0.0
+            for k in range(6):
+                s += P[i, r, k] * acc[k]
+            cv[6 * i + r] = s
 
 
 @njit(cache=True)
@@ -372,9 +324,3 @@ def integrate(I, IO, q, v, out):
                 moved = True
         if moved:
             jk.integrate(codes[k], q[e_qo[k]:], v[vo: vo + n], out[e_qo[k]:])
-
-
-@njit(cache=True)
-def n_velocities(I, IO):
-    """nv of the layout."""
-    return iseg(I, IO, I_SIZES)[S_NV]

@@ -13,8 +13,10 @@ world = vertex ``n_bodies``):
 * sizes (``I_SIZES``): nq, nv, nq_tree, nv_tree, n_bodies, n_edges, n_chords, n_couplings,
   n_u, rank, n_modules, n_springs, n_kept;
 * edges: joint code (:data:`CODES`), q/v offsets, nv, record parent/child vertex, tree
-  sign (+1 / −1, 0 for chords), attachment frames A, B (R, p), axis, second axis (universal),
-  pitch [m/rad] (helical), alignment R0 (planar);
+  sign (+1 / −1, 0 for chords), attachment frames A, B (transform records of
+  :data:`rbc.kernels.se3.TR` floats: R row-major, p), the joint's parameter record
+  (:data:`rbc.kernels.joints.JP` floats: axis, second axis (universal), pitch [m/rad]
+  (helical), alignment R0 (planar));
 * tree: tree edges in depth-first order, per tree edge its parent tree edge (−1 at the
   world), per body its spatial inertia at the body origin (6 × 6, body axes);
 * chords: edge, and per chord its columns: a compact list of global v-indices with, per
@@ -23,7 +25,10 @@ world = vertex ``n_bodies``):
 * couplings: per coupling its terms (v-index, q-index, coefficient) and offset;
 * partition: independent and dependent v-indices, per v-index its position among the
   independent ones (−1 else) and its position in its module's dependent block (−1 else),
-  per module its selected rows and dependent columns (``R_p`` is block diagonal by module);
+  per module its selected rows and dependent columns (``R_p`` is block diagonal by module),
+  the independent columns its rows touch, and the static gather maps of its ``R_p`` and
+  ``R_a`` blocks from the compact C (source: index into the compact C, or ``−1 − t`` for
+  coupling coefficient t; destination: row-major index into the block);
 * loads: viscous, Coulomb, spring coefficients and rest values per v-index, the q-index of
   each spring, constant joint efforts, port columns, point-to-point springs;
 * prescribed independent coordinates (the closer): position in u and q-index.
@@ -39,6 +44,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from rbc.ir.record import JointEffort, SpringForce
+from rbc.kernels.joints import JP, parameters
+from rbc.kernels.se3 import TR
 from rbc.model.compiled import CompiledModel, Partition
 from rbc.model.kinematics import sparsity_pattern
 from rbc.model.tree import TreeModel, inertia_tensor
@@ -56,12 +63,14 @@ INT_SEGMENTS = (
     "ch_term_sign", "ch_path_ptr", "ch_path_edge",
     "cp_ptr", "cp_v", "cp_q",
     "ind", "dep", "v_indpos", "v_deppos", "mod_ptr", "mod_rows", "mod_dep", "mod_lu_ptr",
+    "mod_p_ptr", "mod_p_src", "mod_p_dst", "mod_a_ptr", "mod_a_src", "mod_a_dst",
+    "mod_u_ptr", "mod_u",
     "ld_qidx", "ports", "sp_body",
     "keep_u", "keep_q",
 )
 #: Float segments, in order.
 FLOAT_SEGMENTS = (
-    "e_AR", "e_Ap", "e_BR", "e_Bp", "e_axis", "e_axis2", "e_pitch", "e_R0",
+    "e_A", "e_B", "e_joint",
     "b_inertia", "gravity",
     "cp_coef", "cp_offset",
     "ld_damping", "ld_friction", "ld_stiffness", "ld_rest", "ld_effort", "armature",
@@ -72,11 +81,12 @@ FLOAT_SEGMENTS = (
 (I_SIZES, I_E_CODE, I_E_QO, I_E_VO, I_E_NV, I_E_PARENT, I_E_CHILD, I_E_SIGN, I_TREE,
  I_TREE_UP, I_CH_EDGE, I_CH_COL_PTR, I_CH_COLS, I_CH_TERM_PTR, I_CH_TERM_V, I_CH_TERM_LOCAL,
  I_CH_TERM_SIGN, I_CH_PATH_PTR, I_CH_PATH_EDGE, I_CP_PTR, I_CP_V, I_CP_Q, I_IND, I_DEP,
- I_V_INDPOS, I_V_DEPPOS, I_MOD_PTR, I_MOD_ROWS, I_MOD_DEP, I_MOD_LU_PTR, I_LD_QIDX,
- I_PORTS, I_SP_BODY, I_KEEP_U, I_KEEP_Q) = range(len(INT_SEGMENTS))
-(F_E_AR, F_E_AP, F_E_BR, F_E_BP, F_E_AXIS, F_E_AXIS2, F_E_PITCH, F_E_R0, F_B_INERTIA,
- F_GRAVITY, F_CP_COEF, F_CP_OFFSET, F_LD_DAMPING, F_LD_FRICTION, F_LD_STIFFNESS, F_LD_REST,
- F_LD_EFFORT, F_ARMATURE, F_SP_XYZ, F_SP_COEF) = range(len(FLOAT_SEGMENTS))
+ I_V_INDPOS, I_V_DEPPOS, I_MOD_PTR, I_MOD_ROWS, I_MOD_DEP, I_MOD_LU_PTR, I_MOD_P_PTR,
+ I_MOD_P_SRC, I_MOD_P_DST, I_MOD_A_PTR, I_MOD_A_SRC, I_MOD_A_DST, I_MOD_U_PTR, I_MOD_U,
+ I_LD_QIDX, I_PORTS, I_SP_BODY, I_KEEP_U, I_KEEP_Q) = range(len(INT_SEGMENTS))
+(F_E_A, F_E_B, F_E_JOINT, F_B_INERTIA, F_GRAVITY, F_CP_COEF, F_CP_OFFSET, F_LD_DAMPING,
+ F_LD_FRICTION, F_LD_STIFFNESS, F_LD_REST, F_LD_EFFORT, F_ARMATURE, F_SP_XYZ,
+ F_SP_COEF) = range(len(FLOAT_SEGMENTS))
 # positions in the sizes segment
 (S_NQ, S_NV, S_NQ_TREE, S_NV_TREE, S_NB, S_NE, S_NCH, S_NCP, S_NU, S_RANK, S_NMOD, S_NSP,
  S_NKEEP) = range(13)
@@ -114,13 +124,18 @@ class Layout:
         return self.F[self.FO[k]: self.FO[k + 1]]
 
 
+def _record(T) -> np.ndarray:
+    """A transform (pin.SE3) as its record (:data:`rbc.kernels.se3.TR`,): R row-major, p."""
+    return np.concatenate([np.asarray(T.rotation).ravel(), np.asarray(T.translation)])
+
+
 def _pack(segments: dict[str, np.ndarray], names: tuple[str, ...], dtype) -> tuple:
     parts = [np.ascontiguousarray(np.asarray(segments[n], dtype=dtype).ravel()) for n in names]
     bounds = np.zeros(len(parts) + 1, dtype=np.int64)
     bounds[1:] = np.cumsum([p.size for p in parts])
     data = np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
-    for a in (data, bounds):
-        a.setflags(write=False)
+    # writable, so that a kernel's own copy (the parallel batch's per-thread copies) has the
+    # same numba type as the original and reuses its compiled code
     return data, bounds
 
 
@@ -150,6 +165,45 @@ def _modules(kin: CompiledModel, part: Partition) -> list[tuple[np.ndarray, np.n
         if ok:
             return out
     return [(rows, dep)]
+
+
+def _row_entries(kin: CompiledModel, g: int, col_ptr: list[int], cols: list[int]):
+    """(source, global v-index) of every structural entry of closure row g (sources as in
+    the module docstring)."""
+    nch = len(kin.chord_edges)
+    if g < 6 * nch:
+        i, k = divmod(g, 6)
+        n = col_ptr[i + 1] - col_ptr[i]
+        return [(6 * col_ptr[i] + k * n + loc, cols[col_ptr[i] + loc]) for loc in range(n)]
+    t0 = sum(len(r) for r in kin.coupling_rows[: g - 6 * nch])
+    return [(-1 - (t0 + n), int(vi)) for n, (vi, _, _) in
+            enumerate(kin.coupling_rows[g - 6 * nch])]
+
+
+def _gather_maps(kin, mods, deppos, indpos, col_ptr, cols):
+    """Per module the gather maps of ``R_p`` (r × r) and ``R_a`` (r × touched) and the
+    touched independent columns (u-indices, in first-touch order)."""
+    p_ptr, p_src, p_dst, a_ptr, a_src, a_dst, u_ptr, us = [0], [], [], [0], [], [], [0], []
+    for r, d in mods:
+        n = d.size
+        local: dict[int, int] = {}
+        for a, g in enumerate(r):
+            for src, vi in _row_entries(kin, int(g), col_ptr, cols):
+                if deppos[vi] >= 0:
+                    p_src.append(src)
+                    p_dst.append(a * n + int(deppos[vi]))
+                elif indpos[vi] >= 0:
+                    local.setdefault(int(indpos[vi]), len(local))
+        for a, g in enumerate(r):
+            for src, vi in _row_entries(kin, int(g), col_ptr, cols):
+                if indpos[vi] >= 0:
+                    a_src.append(src)
+                    a_dst.append(a * len(local) + local[int(indpos[vi])])
+        us += list(local)
+        p_ptr.append(len(p_src))
+        a_ptr.append(len(a_src))
+        u_ptr.append(len(us))
+    return p_ptr, p_src, p_dst, a_ptr, a_src, a_dst, u_ptr, us
 
 
 def layout(kin: CompiledModel, part: Partition, tree: TreeModel) -> Layout:
@@ -185,10 +239,8 @@ def layout(kin: CompiledModel, part: Partition, tree: TreeModel) -> Layout:
     s["e_qo"], s["e_vo"] = kin.q_offset, kin.v_offset
     s["e_nv"] = [k.nv for k in kin.kinds]
     s["e_parent"], s["e_child"], s["e_sign"] = kin.parent, kin.child, kin.sign
-    f["e_AR"] = np.array([a.rotation for a in kin.A]).reshape(E, 9)
-    f["e_Ap"] = np.array([a.translation for a in kin.A]).reshape(E, 3)
-    f["e_BR"] = np.array([b.rotation for b in kin.B]).reshape(E, 9)
-    f["e_Bp"] = np.array([b.translation for b in kin.B]).reshape(E, 3)
+    f["e_A"] = np.array([_record(a) for a in kin.A]).reshape(E, TR)
+    f["e_B"] = np.array([_record(b) for b in kin.B]).reshape(E, TR)
     axis, axis2 = np.zeros((E, 3)), np.zeros((E, 3))
     pitch, R0 = np.zeros(E), np.tile(np.eye(3).ravel(), (E, 1))
     for k, kind in enumerate(kin.kinds):
@@ -202,7 +254,8 @@ def layout(kin: CompiledModel, part: Partition, tree: TreeModel) -> Layout:
             R0[k] = kind.alignment().rotation.ravel()
         if kin.sign[k] < 0 and not kind.constant_S:
             raise LayoutError(f"tree joint '{kin.edge_names[k]}' ({kind.type}) is reversed")
-    f["e_axis"], f["e_axis2"], f["e_pitch"], f["e_R0"] = axis, axis2, pitch, R0
+    f["e_joint"] = np.array([parameters(*p) for p in zip(axis, axis2, pitch, R0, strict=True)]
+                            ).reshape(E, JP)
 
     # tree: depth-first edges, parent tree edge, body inertias at the body origin
     tree_edges = np.array(kin.tree_edges, dtype=np.int64)
@@ -280,6 +333,9 @@ def layout(kin: CompiledModel, part: Partition, tree: TreeModel) -> Layout:
         mod_ptr.append(len(mod_rows))
         lu_ptr.append(lu_ptr[-1] + d.size * d.size)
     s["v_indpos"], s["v_deppos"] = indpos, deppos
+    maps = _gather_maps(kin, mods, deppos, indpos, col_ptr, cols)
+    (s["mod_p_ptr"], s["mod_p_src"], s["mod_p_dst"], s["mod_a_ptr"], s["mod_a_src"],
+     s["mod_a_dst"], s["mod_u_ptr"], s["mod_u"]) = maps
     s["mod_ptr"], s["mod_rows"], s["mod_dep"], s["mod_lu_ptr"] = mod_ptr, mod_rows, mod_dep, lu_ptr
 
     # loads

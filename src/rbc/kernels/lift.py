@@ -8,7 +8,9 @@ modules. ``E[ind] = I``, ``E[dep_m] = −R_p,m⁻¹ R_a,m`` (DESIGN.md §5), sol
 independent columns the module's rows touch; the curvature ``(Ė u)_dep = −R_p⁻¹ S Ċ v`` and
 the Newton step ``δq_dep = −R_p⁻¹ S ρ`` reuse the factors. A block's columns are laid out in
 a fill-reducing order (the columns the fewest rows touch first: each loop's own coordinates
-before shared ones), so the factors stay sparse and the solves skip their zeros.
+before shared ones), so the factors stay sparse and the solves skip their zeros. The blocks
+``R_p,m`` and ``R_a,m`` are gathered from the compact C through static maps laid out once
+(:func:`rbc.kernels.layout.layout`): no per-row search at run time.
 """
 
 from __future__ import annotations
@@ -21,60 +23,32 @@ from numba import njit
 from rbc.kernels.access import fseg, iseg
 from rbc.kernels.layout import (
     F_CP_COEF,
-    I_CH_COL_PTR,
-    I_CH_COLS,
-    I_CP_PTR,
-    I_CP_V,
     I_IND,
+    I_MOD_A_DST,
+    I_MOD_A_PTR,
+    I_MOD_A_SRC,
     I_MOD_DEP,
     I_MOD_LU_PTR,
+    I_MOD_P_DST,
+    I_MOD_P_PTR,
+    I_MOD_P_SRC,
     I_MOD_PTR,
     I_MOD_ROWS,
+    I_MOD_U,
+    I_MOD_U_PTR,
     I_SIZES,
-    I_V_DEPPOS,
-    I_V_INDPOS,
-    S_NCH,
     S_NMOD,
     S_NU,
 )
 
 
 @njit(cache=True, inline="always")
-def row_entries(I, IO, F, FO, Cc, g, vals, cols):
-    """Nonzeros of closure row g: writes (value, global v-index) pairs, returns the count."""
-    nch = iseg(I, IO, I_SIZES)[S_NCH]
-    if g < 6 * nch:
-        i, k = g // 6, g % 6
-        col_ptr, ch_cols = iseg(I, IO, I_CH_COL_PTR), iseg(I, IO, I_CH_COLS)
-        n = col_ptr[i + 1] - col_ptr[i]
-        base = 6 * col_ptr[i] + k * n
-        for loc in range(n):
-            vals[loc] = Cc[base + loc]
-            cols[loc] = ch_cols[col_ptr[i] + loc]
-        return n
-    c = g - 6 * nch
-    cp_ptr, cp_v, coef = iseg(I, IO, I_CP_PTR), iseg(I, IO, I_CP_V), fseg(F, FO, F_CP_COEF)
-    n = 0
-    for t in range(cp_ptr[c], cp_ptr[c + 1]):
-        vals[n] = coef[t]
-        cols[n] = cp_v[t]
-        n += 1
-    return n
-
-
-@njit(cache=True, inline="always")
-def row_buffers(I, IO):
-    """Scratch ``(vals, cols)`` for :func:`row_entries`, as long as the longest closure row
-    (the most columns of a chord or terms of a coupling): sized from the layout once, so
-    no row can write past them (numba does not check bounds)."""
-    sizes = iseg(I, IO, I_SIZES)
-    col_ptr, cp_ptr = iseg(I, IO, I_CH_COL_PTR), iseg(I, IO, I_CP_PTR)
-    n = 1
-    for i in range(sizes[S_NCH]):
-        n = max(n, col_ptr[i + 1] - col_ptr[i])
-    for c in range(cp_ptr.size - 1):
-        n = max(n, cp_ptr[c + 1] - cp_ptr[c])
-    return np.empty(n), np.empty(n, dtype=np.int64)
+def _gather(Cc, coef, src, dst, lo, hi, B, base):
+    """``B[base + dst[e]] += value(src[e])`` for the map entries lo … hi (sources: compact C
+    index, or ``−1 − t`` for coupling coefficient t)."""
+    for e in range(lo, hi):
+        k = src[e]
+        B[base + dst[e]] += Cc[k] if k >= 0 else coef[-1 - k]
 
 
 @njit(cache=True)
@@ -157,7 +131,8 @@ def _lu_solve(A, piv, b):
 
 @njit(cache=True)
 def factor(I, IO, F, FO, Cc, lu, piv):
-    """Build and LU-factor every module's ``R_p`` block from the compact C.
+    """Build and LU-factor every module's ``R_p`` block from the compact C (the layout's
+    static gather map).
 
     Args:
         lu: (lu_size,) out: the packed factors; piv: (rank,) out: pivots per module.
@@ -166,21 +141,17 @@ def factor(I, IO, F, FO, Cc, lu, piv):
         False when a block is exactly singular.
     """
     sizes = iseg(I, IO, I_SIZES)
-    ptr, rows = iseg(I, IO, I_MOD_PTR), iseg(I, IO, I_MOD_ROWS)
-    lu_ptr, deppos = iseg(I, IO, I_MOD_LU_PTR), iseg(I, IO, I_V_DEPPOS)
-    vals, cols = row_buffers(I, IO)
+    ptr, lu_ptr = iseg(I, IO, I_MOD_PTR), iseg(I, IO, I_MOD_LU_PTR)
+    p_ptr, p_src = iseg(I, IO, I_MOD_P_PTR), iseg(I, IO, I_MOD_P_SRC)
+    p_dst = iseg(I, IO, I_MOD_P_DST)
+    coef = fseg(F, FO, F_CP_COEF)
     ok = True
     for m in range(sizes[S_NMOD]):
         r = ptr[m + 1] - ptr[m]
-        A = lu[lu_ptr[m]: lu_ptr[m + 1]].reshape((r, r))
-        A[:] = 0.0
-        for a in range(r):
-            n = row_entries(I, IO, F, FO, Cc, rows[ptr[m] + a], vals, cols)
-            for t in range(n):
-                d = deppos[cols[t]]
-                if d >= 0:
-                    A[a, d] += vals[t]
-        if not _lu(A, piv[ptr[m]: ptr[m + 1]]):
+        for k in range(lu_ptr[m], lu_ptr[m + 1]):
+            lu[k] = 0.0
+        _gather(Cc, coef, p_src, p_dst, p_ptr[m], p_ptr[m + 1], lu, lu_ptr[m])
+        if not _lu(lu[lu_ptr[m]: lu_ptr[m + 1]].reshape((r, r)), piv[ptr[m]: ptr[m + 1]]):
             ok = False
     return ok
 
@@ -207,43 +178,31 @@ def solve_rows(I, IO, lu, piv, rhs, out):
 @njit(cache=True)
 def lift_matrix(I, IO, F, FO, Cc, lu, piv, E):
     """``E`` (nv, n_u) out: ``E[ind] = I``, ``E[dep_m] = −R_p,m⁻¹ R_a,m`` (factors from
-    :func:`factor`)."""
+    :func:`factor`), solved only for the independent columns the module's rows touch."""
     sizes = iseg(I, IO, I_SIZES)
     nu = sizes[S_NU]
-    ind, indpos = iseg(I, IO, I_IND), iseg(I, IO, I_V_INDPOS)
-    ptr, rows, dep = iseg(I, IO, I_MOD_PTR), iseg(I, IO, I_MOD_ROWS), iseg(I, IO, I_MOD_DEP)
+    ind = iseg(I, IO, I_IND)
+    ptr, dep = iseg(I, IO, I_MOD_PTR), iseg(I, IO, I_MOD_DEP)
     lu_ptr = iseg(I, IO, I_MOD_LU_PTR)
+    a_ptr, a_src = iseg(I, IO, I_MOD_A_PTR), iseg(I, IO, I_MOD_A_SRC)
+    a_dst = iseg(I, IO, I_MOD_A_DST)
+    u_ptr, us = iseg(I, IO, I_MOD_U_PTR), iseg(I, IO, I_MOD_U)
+    coef = fseg(F, FO, F_CP_COEF)
     E[:] = 0.0
     for n in range(nu):
         E[ind[n], n] = 1.0
-    vals, cols = row_buffers(I, IO)
-    local = np.full(nu, -1, dtype=np.int64)  # position of an independent column in a module
     for m in range(sizes[S_NMOD]):
         r = ptr[m + 1] - ptr[m]
-        touched = np.empty(nu, dtype=np.int64)
-        nt = 0
-        for a in range(r):  # pass 1: the independent columns this module's rows touch
-            n = row_entries(I, IO, F, FO, Cc, rows[ptr[m] + a], vals, cols)
-            for t in range(n):
-                j = indpos[cols[t]]
-                if j >= 0 and local[j] < 0:
-                    local[j] = nt
-                    touched[nt] = j
-                    nt += 1
-        Ra = np.zeros((r, nt))  # R_a,m over the touched columns: nt right-hand sides
-        for a in range(r):  # pass 2: fill
-            n = row_entries(I, IO, F, FO, Cc, rows[ptr[m] + a], vals, cols)
-            for t in range(n):
-                j = indpos[cols[t]]
-                if j >= 0:
-                    Ra[a, local[j]] += vals[t]
+        nt = u_ptr[m + 1] - u_ptr[m]
+        Ra = np.zeros(r * nt)  # R_a,m over the touched columns: nt right-hand sides
+        _gather(Cc, coef, a_src, a_dst, a_ptr[m], a_ptr[m + 1], Ra, 0)
+        B = Ra.reshape((r, nt))
         _lu_solve_many(lu[lu_ptr[m]: lu_ptr[m + 1]].reshape((r, r)), piv[ptr[m]: ptr[m + 1]],
-                       Ra)
+                       B)
         for t in range(nt):
-            j = touched[t]
+            j = us[u_ptr[m] + t]
             for a in range(r):
-                E[dep[ptr[m] + a], j] = -Ra[a, t]
-            local[j] = -1
+                E[dep[ptr[m] + a], j] = -B[a, t]
 
 
 @njit(cache=True)
@@ -256,23 +215,22 @@ def scaled_cond(I, IO, F, FO, Cc, row_scale, col_scale):
         row_scale: (n_rows,) the row scales by closure row; col_scale: (nv,) by coordinate.
     """
     sizes = iseg(I, IO, I_SIZES)
-    ptr, rows = iseg(I, IO, I_MOD_PTR), iseg(I, IO, I_MOD_ROWS)
-    deppos = iseg(I, IO, I_V_DEPPOS)
+    ptr, rows, dep = iseg(I, IO, I_MOD_PTR), iseg(I, IO, I_MOD_ROWS), iseg(I, IO, I_MOD_DEP)
+    p_ptr, p_src = iseg(I, IO, I_MOD_P_PTR), iseg(I, IO, I_MOD_P_SRC)
+    p_dst = iseg(I, IO, I_MOD_P_DST)
+    coef = fseg(F, FO, F_CP_COEF)
     nmod = sizes[S_NMOD]
     if nmod == 0:
         return 1.0
-    vals, cols = row_buffers(I, IO)
     big, small = 0.0, np.inf
     for m in range(nmod):
         r = ptr[m + 1] - ptr[m]
-        A = np.zeros((r, r))
+        A = np.zeros(r * r)
+        _gather(Cc, coef, p_src, p_dst, p_ptr[m], p_ptr[m + 1], A, 0)
+        A = A.reshape((r, r))
         for a in range(r):
-            g = rows[ptr[m] + a]
-            n = row_entries(I, IO, F, FO, Cc, g, vals, cols)
-            for t in range(n):
-                d = deppos[cols[t]]
-                if d >= 0:
-                    A[a, d] += row_scale[g] * vals[t] * col_scale[cols[t]]
+            for d in range(r):
+                A[a, d] *= row_scale[rows[ptr[m] + a]] * col_scale[dep[ptr[m] + d]]
         lo, hi = _extreme_singular_values(A)
         big = max(big, hi)
         small = min(small, lo)

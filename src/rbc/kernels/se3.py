@@ -1,7 +1,10 @@
 """SE(3) algebra for the run-time kernels (numba, angular-first ``[ω; v]``, DESIGN.md §2).
 
-Transforms are passed as a rotation ``R`` (3, 3) and a translation ``p`` (3,) (``T_a_b``:
-``x_a = R x_b + p``). Twists and wrenches are angular-first. This is the one place where
+Transforms are records of :data:`TR` floats at an offset of a flat array — the rotation
+``R`` row-major, then the translation ``p`` (``T_a_b``: ``x_a = R x_b + p``) — and every
+function reads and writes flat arrays at offsets: no views (each costs a reference count,
+atomically) and no allocations (~50 ns each) on the hot path. Twists and wrenches are
+angular-first. This is the one place where
 rbc writes its own spatial algebra (DESIGN.md §13); every function is tested against
 Pinocchio (``tests/kernels/test_se3.py``) and, in the small-angle band where Pinocchio's
 ``Jlog6`` loses digits, against a 50-digit mpmath evaluation of the same closed forms.
@@ -29,151 +32,123 @@ from numba import njit
 SERIES_ANGLE = 0.5
 
 
-@njit(cache=True, inline="always")
-def cross(a, b, out):
-    """``out = a × b`` for (3,) arrays (``out`` must not alias a or b)."""
-    out[0] = a[1] * b[2] - a[2] * b[1]
-    out[1] = a[2] * b[0] - a[0] * b[2]
-    out[2] = a[0] * b[1] - a[1] * b[0]
+#: Floats of a transform record: ``T_a_b`` as R (row-major, 9) then p (3), at an offset of
+#: a flat float64 array (the kernels index flat arrays: a view costs a reference count).
+TR = 12
 
 
 @njit(cache=True, inline="always")
-def mul3(A, B, out):
-    """``out = A B`` for (3, 3) arrays (explicit loops: numba's ``@`` calls BLAS, ~1 µs)."""
+def compose(A, a, B, b, C, c):
+    """``C[c:] = A[a:] · B[b:]`` (transform records; C must not overlap A or B)."""
+    for i in range(3):
+        a0, a1, a2 = A[a + 3 * i], A[a + 3 * i + 1], A[a + 3 * i + 2]
+        for j in range(3):
+            C[c + 3 * i + j] = a0 * B[b + j] + a1 * B[b + 3 + j] + a2 * B[b + 6 + j]
+        C[c + 9 + i] = A[a + 9 + i] + a0 * B[b + 9] + a1 * B[b + 10] + a2 * B[b + 11]
+
+
+@njit(cache=True, inline="always")
+def compose_inv(A, a, B, b, C, c):
+    """``C[c:] = A[a:] · B[b:]⁻¹``: ``R = R_A R_Bᵀ``, ``p = p_A − R p_B``."""
+    for i in range(3):
+        a0, a1, a2 = A[a + 3 * i], A[a + 3 * i + 1], A[a + 3 * i + 2]
+        for j in range(3):
+            C[c + 3 * i + j] = a0 * B[b + 3 * j] + a1 * B[b + 3 * j + 1] + a2 * B[b + 3 * j + 2]
+    for i in range(3):
+        C[c + 9 + i] = A[a + 9 + i] - (C[c + 3 * i] * B[b + 9] + C[c + 3 * i + 1] * B[b + 10]
+                                       + C[c + 3 * i + 2] * B[b + 11])
+
+
+@njit(cache=True, inline="always")
+def inv_compose(A, a, B, b, C, c):
+    """``C[c:] = A[a:]⁻¹ · B[b:]``: ``R = R_Aᵀ R_B``, ``p = R_Aᵀ (p_B − p_A)``."""
+    d0, d1, d2 = B[b + 9] - A[a + 9], B[b + 10] - A[a + 10], B[b + 11] - A[a + 11]
+    for i in range(3):
+        a0, a1, a2 = A[a + i], A[a + 3 + i], A[a + 6 + i]
+        C[c + 9 + i] = a0 * d0 + a1 * d1 + a2 * d2
+        for j in range(3):
+            C[c + 3 * i + j] = a0 * B[b + j] + a1 * B[b + 3 + j] + a2 * B[b + 6 + j]
+
+
+@njit(cache=True, inline="always")
+def inverse(A, a, C, c):
+    """``C[c:] = A[a:]⁻¹``: ``R = R_Aᵀ``, ``p = −R_Aᵀ p_A``."""
     for i in range(3):
         for j in range(3):
-            out[i, j] = A[i, 0] * B[0, j] + A[i, 1] * B[1, j] + A[i, 2] * B[2, j]
-
-
-@njit(cache=True, inline="always")
-def mul6(A, B, out):
-    """``out = A B`` for (6, 6) arrays."""
-    for i in range(6):
-        for j in range(6):
-            s = 0.0
-            for k in range(6):
-                s += A[i, k] * B[k, j]
-            out[i, j] = s
-
-
-@njit(cache=True, inline="always")
-def matvec6(A, x, out):
-    """``out = A x`` for A (6, 6), x (6,)."""
-    for i in range(6):
-        s = 0.0
-        for k in range(6):
-            s += A[i, k] * x[k]
-        out[i] = s
-
-
-@njit(cache=True, inline="always")
-def compose(R1, p1, R2, p2, R, p):
-    """``T = T1 · T2``: ``R = R1 R2``, ``p = R1 p2 + p1`` (outputs must not alias inputs)."""
+            C[c + 3 * i + j] = A[a + 3 * j + i]
     for i in range(3):
-        s = p1[i]
-        for k in range(3):
-            s += R1[i, k] * p2[k]
-        p[i] = s
-        for j in range(3):
-            s = 0.0
-            for k in range(3):
-                s += R1[i, k] * R2[k, j]
-            R[i, j] = s
+        C[c + 9 + i] = -(A[a + i] * A[a + 9] + A[a + 3 + i] * A[a + 10]
+                         + A[a + 6 + i] * A[a + 11])
 
 
 @njit(cache=True, inline="always")
-def compose_inv(R1, p1, R2, p2, R, p):
-    """``T = T1 · T2⁻¹``: ``R = R1 R2ᵀ``, ``p = p1 − R p2``."""
+def adjoint_apply(T, t, x, xo, out, oo):
+    """``out[oo:oo+6] = Ad(T[t:]) x[xo:xo+6]`` for a twist: ``[R ω; p × Rω + R v]`` (out
+    must not overlap x)."""
+    w0 = T[t] * x[xo] + T[t + 1] * x[xo + 1] + T[t + 2] * x[xo + 2]
+    w1 = T[t + 3] * x[xo] + T[t + 4] * x[xo + 1] + T[t + 5] * x[xo + 2]
+    w2 = T[t + 6] * x[xo] + T[t + 7] * x[xo + 1] + T[t + 8] * x[xo + 2]
+    px, py, pz = T[t + 9], T[t + 10], T[t + 11]
+    out[oo] = w0
+    out[oo + 1] = w1
+    out[oo + 2] = w2
+    out[oo + 3] = (T[t] * x[xo + 3] + T[t + 1] * x[xo + 4] + T[t + 2] * x[xo + 5]
+                   + py * w2 - pz * w1)
+    out[oo + 4] = (T[t + 3] * x[xo + 3] + T[t + 4] * x[xo + 4] + T[t + 5] * x[xo + 5]
+                   + pz * w0 - px * w2)
+    out[oo + 5] = (T[t + 6] * x[xo + 3] + T[t + 7] * x[xo + 4] + T[t + 8] * x[xo + 5]
+                   + px * w1 - py * w0)
+
+
+@njit(cache=True, inline="always")
+def adjoint_matrix(T, t, out):
+    """``out = Ad(T[t:])`` (6, 6) angular-first: ``[[R, 0], [p̂ R, R]]``."""
+    px, py, pz = T[t + 9], T[t + 10], T[t + 11]
     for i in range(3):
         for j in range(3):
-            s = 0.0
-            for k in range(3):
-                s += R1[i, k] * R2[j, k]
-            R[i, j] = s
-    for i in range(3):
-        s = p1[i]
-        for k in range(3):
-            s -= R[i, k] * p2[k]
-        p[i] = s
-
-
-@njit(cache=True, inline="always")
-def inv_compose(R1, p1, R2, p2, R, p):
-    """``T = T1⁻¹ · T2``: ``R = R1ᵀ R2``, ``p = R1ᵀ (p2 − p1)``."""
-    for i in range(3):
-        s = 0.0
-        for k in range(3):
-            s += R1[k, i] * (p2[k] - p1[k])
-        p[i] = s
-        for j in range(3):
-            s = 0.0
-            for k in range(3):
-                s += R1[k, i] * R2[k, j]
-            R[i, j] = s
-
-
-@njit(cache=True, inline="always")
-def adjoint_apply(R, p, x, out):
-    """``out = Ad(T) x`` for a twist x (6,): ``[R ω; p × Rω + R v]``."""
-    w = np.empty(3)
-    for i in range(3):
-        w[i] = R[i, 0] * x[0] + R[i, 1] * x[1] + R[i, 2] * x[2]
-    for i in range(3):
-        out[3 + i] = R[i, 0] * x[3] + R[i, 1] * x[4] + R[i, 2] * x[5]
-    out[3] += p[1] * w[2] - p[2] * w[1]
-    out[4] += p[2] * w[0] - p[0] * w[2]
-    out[5] += p[0] * w[1] - p[1] * w[0]
-    out[0], out[1], out[2] = w[0], w[1], w[2]
-
-
-@njit(cache=True, inline="always")
-def adjoint_matrix(R, p, out):
-    """``out = Ad(T)`` (6, 6) angular-first: ``[[R, 0], [p̂ R, R]]``."""
-    out[:] = 0.0
-    for i in range(3):
-        for j in range(3):
-            out[i, j] = R[i, j]
-            out[3 + i, 3 + j] = R[i, j]
+            r = T[t + 3 * i + j]
+            out[i, j] = r
+            out[3 + i, 3 + j] = r
+            out[i, 3 + j] = 0.0
     for j in range(3):
-        out[3, j] = p[1] * R[2, j] - p[2] * R[1, j]
-        out[4, j] = p[2] * R[0, j] - p[0] * R[2, j]
-        out[5, j] = p[0] * R[1, j] - p[1] * R[0, j]
+        r0, r1, r2 = T[t + j], T[t + 3 + j], T[t + 6 + j]
+        out[3, j] = py * r2 - pz * r1
+        out[4, j] = pz * r0 - px * r2
+        out[5, j] = px * r1 - py * r0
 
 
 @njit(cache=True, inline="always")
-def motion_cross(a, b, out):
-    """``out = ad(a) b = a ×ₘ b`` for twists (6,): ``[ω_a × ω_b; v_a × ω_b + ω_a × v_b]``."""
-    out[0] = a[1] * b[2] - a[2] * b[1]
-    out[1] = a[2] * b[0] - a[0] * b[2]
-    out[2] = a[0] * b[1] - a[1] * b[0]
-    out[3] = a[4] * b[2] - a[5] * b[1] + a[1] * b[5] - a[2] * b[4]
-    out[4] = a[5] * b[0] - a[3] * b[2] + a[2] * b[3] - a[0] * b[5]
-    out[5] = a[3] * b[1] - a[4] * b[0] + a[0] * b[4] - a[1] * b[3]
+def motion_cross(A, a, B, b, out, o):
+    """``out[o:o+6] = ad(A[a:a+6]) B[b:b+6]`` for twists: ``[ω_a × ω_b; v_a × ω_b + ω_a × v_b]``
+    (out must not overlap the inputs)."""
+    a0, a1, a2, a3, a4, a5 = A[a], A[a + 1], A[a + 2], A[a + 3], A[a + 4], A[a + 5]
+    b0, b1, b2, b3, b4, b5 = B[b], B[b + 1], B[b + 2], B[b + 3], B[b + 4], B[b + 5]
+    out[o] = a1 * b2 - a2 * b1
+    out[o + 1] = a2 * b0 - a0 * b2
+    out[o + 2] = a0 * b1 - a1 * b0
+    out[o + 3] = a4 * b2 - a5 * b1 + a1 * b5 - a2 * b4
+    out[o + 4] = a5 * b0 - a3 * b2 + a2 * b3 - a0 * b5
+    out[o + 5] = a3 * b1 - a4 * b0 + a0 * b4 - a1 * b3
 
 
 @njit(cache=True, inline="always")
-def force_cross(a, f, out):
-    """``out = a ×* f = −ad(a)ᵀ f`` for a twist a and a wrench f = [n; f]:
+def force_cross(A, a, f, out):
+    """``out = a ×* f = −ad(a)ᵀ f`` (6,) for the twist ``A[a:a+6]`` and a wrench f = [n; f]:
     ``[ω × n + v × f; ω × f]``."""
-    out[0] = a[1] * f[2] - a[2] * f[1] + a[4] * f[5] - a[5] * f[4]
-    out[1] = a[2] * f[0] - a[0] * f[2] + a[5] * f[3] - a[3] * f[5]
-    out[2] = a[0] * f[1] - a[1] * f[0] + a[3] * f[4] - a[4] * f[3]
-    out[3] = a[1] * f[5] - a[2] * f[4]
-    out[4] = a[2] * f[3] - a[0] * f[5]
-    out[5] = a[0] * f[4] - a[1] * f[3]
-
-
-@njit(cache=True)
-def exp3(w, R):
-    """``R = exp(ŵ)`` (Rodrigues) for a rotation vector w (3,) [rad]."""
-    exp3_scaled(w, 1.0, R)
+    a0, a1, a2, a3, a4, a5 = A[a], A[a + 1], A[a + 2], A[a + 3], A[a + 4], A[a + 5]
+    out[0] = a1 * f[2] - a2 * f[1] + a4 * f[5] - a5 * f[4]
+    out[1] = a2 * f[0] - a0 * f[2] + a5 * f[3] - a3 * f[5]
+    out[2] = a0 * f[1] - a1 * f[0] + a3 * f[4] - a4 * f[3]
+    out[3] = a1 * f[5] - a2 * f[4]
+    out[4] = a2 * f[3] - a0 * f[5]
+    out[5] = a0 * f[4] - a1 * f[3]
 
 
 @njit(cache=True, inline="always")
-def exp3_scaled(axis, angle, R):
-    """``R = exp(angle·âxis)`` without forming the product (array expressions on (3,)
-    arrays cost ~0.3 µs in numba; the kernels write every small operation as loops)."""
-    w0, w1, w2 = angle * axis[0], angle * axis[1], angle * axis[2]
+def rotation_entries(w0, w1, w2):
+    """The entries ``(r00, r01, …, r22)`` of ``exp(ŵ)`` (Rodrigues) for the rotation vector
+    ``(w0, w1, w2)`` [rad], as scalars (array expressions on (3,) arrays cost ~0.3 µs in
+    numba; the kernels write every small operation as loops or scalars)."""
     t2 = w0 * w0 + w1 * w1 + w2 * w2
     if t2 < SERIES_ANGLE * SERIES_ANGLE:
         # sin θ/θ and (1 − cos θ)/θ² as series (terms to θ¹⁶: error < 1e-19 at θ = 0.5)
@@ -191,82 +166,86 @@ def exp3_scaled(axis, angle, R):
         a = math.sin(t) / t
         b = (1.0 - math.cos(t)) / t2
     x, y, z = w0, w1, w2
-    R[0, 0] = 1.0 - b * (y * y + z * z)
-    R[1, 1] = 1.0 - b * (x * x + z * z)
-    R[2, 2] = 1.0 - b * (x * x + y * y)
-    R[0, 1] = b * x * y - a * z
-    R[1, 0] = b * x * y + a * z
-    R[0, 2] = b * x * z + a * y
-    R[2, 0] = b * x * z - a * y
-    R[1, 2] = b * y * z - a * x
-    R[2, 1] = b * y * z + a * x
+    return (1.0 - b * (y * y + z * z), b * x * y - a * z, b * x * z + a * y,
+            b * x * y + a * z, 1.0 - b * (x * x + z * z), b * y * z - a * x,
+            b * x * z - a * y, b * y * z + a * x, 1.0 - b * (x * x + y * y))
 
 
 @njit(cache=True, inline="always")
-def quat_to_rotation(qw, qx, qy, qz, R):
-    """Rotation (3, 3) of the quaternion (w, x, y, z), normalised first."""
+def rotation(axis, ao, angle, T, t):
+    """``T[t:t+9] = exp(angle · âxis)`` (row-major), the axis at ``axis[ao:ao+3]``."""
+    r = rotation_entries(angle * axis[ao], angle * axis[ao + 1], angle * axis[ao + 2])
+    for n in range(9):
+        T[t + n] = r[n]
+
+
+@njit(cache=True, inline="always")
+def quat_to_rotation(qw, qx, qy, qz, T, t):
+    """``T[t:t+9]``: the rotation (row-major) of the quaternion (w, x, y, z), normalised."""
     n = math.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
     w, x, y, z = qw / n, qx / n, qy / n, qz / n
-    R[0, 0] = 1.0 - 2.0 * (y * y + z * z)
-    R[0, 1] = 2.0 * (x * y - w * z)
-    R[0, 2] = 2.0 * (x * z + w * y)
-    R[1, 0] = 2.0 * (x * y + w * z)
-    R[1, 1] = 1.0 - 2.0 * (x * x + z * z)
-    R[1, 2] = 2.0 * (y * z - w * x)
-    R[2, 0] = 2.0 * (x * z - w * y)
-    R[2, 1] = 2.0 * (y * z + w * x)
-    R[2, 2] = 1.0 - 2.0 * (x * x + y * y)
+    T[t] = 1.0 - 2.0 * (y * y + z * z)
+    T[t + 1] = 2.0 * (x * y - w * z)
+    T[t + 2] = 2.0 * (x * z + w * y)
+    T[t + 3] = 2.0 * (x * y + w * z)
+    T[t + 4] = 1.0 - 2.0 * (x * x + z * z)
+    T[t + 5] = 2.0 * (y * z - w * x)
+    T[t + 6] = 2.0 * (x * z - w * y)
+    T[t + 7] = 2.0 * (y * z + w * x)
+    T[t + 8] = 1.0 - 2.0 * (x * x + y * y)
 
 
 @njit(cache=True)
-def log3(R, w):
-    """Rotation vector w (3,) [rad] of R, ``|w| ∈ [0, π]``.
+def log3(T, t, w):
+    """Rotation vector ``w[0:3]`` [rad] of the rotation ``T[t:t+9]``, ``|w| ∈ [0, π]``.
 
     The angle is ``atan2(|a|, (tr R − 1)/2)`` with ``a = (R − Rᵀ)^∨/2`` (``|a| = sin θ``),
     accurate at every angle (``acos`` loses half the digits near 0 and π). Near π the axis
     comes from the symmetric part ``(R + Rᵀ)/2 = cos θ I + (1 − cos θ) n nᵀ``.
     """
-    ax = 0.5 * (R[2, 1] - R[1, 2])
-    ay = 0.5 * (R[0, 2] - R[2, 0])
-    az = 0.5 * (R[1, 0] - R[0, 1])
+    r00, r01, r02 = T[t], T[t + 1], T[t + 2]
+    r10, r11, r12 = T[t + 3], T[t + 4], T[t + 5]
+    r20, r21, r22 = T[t + 6], T[t + 7], T[t + 8]
+    ax = 0.5 * (r21 - r12)
+    ay = 0.5 * (r02 - r20)
+    az = 0.5 * (r10 - r01)
     s = math.sqrt(ax * ax + ay * ay + az * az)
-    c = 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)
-    t = math.atan2(s, c)
+    c = 0.5 * (r00 + r11 + r22 - 1.0)
+    th = math.atan2(s, c)
     if c > -0.9:  # θ < ~2.69 rad: sin θ ≥ 0.43, the antisymmetric part fixes the axis
-        f = t / s if s > 0.0 else 1.0
+        f = th / s if s > 0.0 else 1.0
         w[0], w[1], w[2] = f * ax, f * ay, f * az
         return
     # near π: n nᵀ = ((R + Rᵀ)/2 − c I)/(1 − c); the largest diagonal entry is the best row
-    d0 = (R[0, 0] - c) / (1.0 - c)
-    d1 = (R[1, 1] - c) / (1.0 - c)
-    d2 = (R[2, 2] - c) / (1.0 - c)
-    n = np.empty(3)
+    d0 = (r00 - c) / (1.0 - c)
+    d1 = (r11 - c) / (1.0 - c)
+    d2 = (r22 - c) / (1.0 - c)
     if d0 >= d1 and d0 >= d2:
-        n[0] = math.sqrt(max(d0, 0.0))
-        n[1] = 0.5 * (R[0, 1] + R[1, 0]) / (1.0 - c) / n[0]
-        n[2] = 0.5 * (R[0, 2] + R[2, 0]) / (1.0 - c) / n[0]
+        n0 = math.sqrt(max(d0, 0.0))
+        n1 = 0.5 * (r01 + r10) / (1.0 - c) / n0
+        n2 = 0.5 * (r02 + r20) / (1.0 - c) / n0
     elif d1 >= d2:
-        n[1] = math.sqrt(max(d1, 0.0))
-        n[0] = 0.5 * (R[0, 1] + R[1, 0]) / (1.0 - c) / n[1]
-        n[2] = 0.5 * (R[1, 2] + R[2, 1]) / (1.0 - c) / n[1]
+        n1 = math.sqrt(max(d1, 0.0))
+        n0 = 0.5 * (r01 + r10) / (1.0 - c) / n1
+        n2 = 0.5 * (r12 + r21) / (1.0 - c) / n1
     else:
-        n[2] = math.sqrt(max(d2, 0.0))
-        n[0] = 0.5 * (R[0, 2] + R[2, 0]) / (1.0 - c) / n[2]
-        n[1] = 0.5 * (R[1, 2] + R[2, 1]) / (1.0 - c) / n[2]
-    nn = math.sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2])
-    if n[0] * ax + n[1] * ay + n[2] * az < 0.0:  # the axis of sin θ > 0
+        n2 = math.sqrt(max(d2, 0.0))
+        n0 = 0.5 * (r02 + r20) / (1.0 - c) / n2
+        n1 = 0.5 * (r12 + r21) / (1.0 - c) / n2
+    nn = math.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
+    if n0 * ax + n1 * ay + n2 * az < 0.0:  # the axis of sin θ > 0
         nn = -nn
-    for i in range(3):
-        w[i] = t * n[i] / nn
+    w[0], w[1], w[2] = th * n0 / nn, th * n1 / nn, th * n2 / nn
 
 
 @njit(cache=True, inline="always")
-def _coefficients(t2, out):
-    """Coefficients of the SE(3) log and Jacobians at θ² = t2 (module docstring):
+def _coefficients(t2):
+    """Coefficients ``(d, c1, c2, c3)`` of the SE(3) log and Jacobians at θ² = t2 (module
+    docstring):
 
-    ``out[0] = d = (1 − (θ/2) cot(θ/2))/θ²``  (SO(3) ``J_l⁻¹ = I − ½ŵ + d ŵ²``),
-    ``out[1] = c1 = (θ − sin θ)/θ³``, ``out[2] = c2 = (θ² + 2 cos θ − 2)/(2θ⁴)``,
-    ``out[3] = c3 = (2θ − 3 sin θ + θ cos θ)/(2θ⁵)`` (Barfoot's Q matrix).
+    ``d = (1 − (θ/2) cot(θ/2))/θ²``  (SO(3) ``J_l⁻¹ = I − ½ŵ + d ŵ²``),
+    ``c1 = (θ − sin θ)/θ³``, ``c2 = (θ² + 2 cos θ − 2)/(2θ⁴)``,
+    ``c3 = (2θ − 3 sin θ + θ cos θ)/(2θ⁵)`` (Barfoot's Q matrix).
     """
     if t2 < SERIES_ANGLE * SERIES_ANGLE:
         # d = Σ_{n≥1} (−1)^{n+1} B_{2n} θ^{2n−2}/(2n)!  (Bernoulli numbers B_2 … B_20)
@@ -290,14 +269,12 @@ def _coefficients(t2, out):
             a1 *= -t2 / ((2 * k + 4) * (2 * k + 5))
             a2 *= -t2 / ((2 * k + 5) * (2 * k + 6))
             a3 *= -t2 / ((2 * k + 6) * (2 * k + 7))
-        out[0], out[1], out[2], out[3] = d, c1, c2, c3
-        return
+        return d, c1, c2, c3
     t = math.sqrt(t2)
     s, c = math.sin(t), math.cos(t)
-    out[0] = (1.0 - 0.5 * t / math.tan(0.5 * t)) / t2
-    out[1] = (t - s) / (t2 * t)
-    out[2] = (t2 + 2.0 * c - 2.0) / (2.0 * t2 * t2)
-    out[3] = (2.0 * t - 3.0 * s + t * c) / (2.0 * t2 * t2 * t)
+    return ((1.0 - 0.5 * t / math.tan(0.5 * t)) / t2, (t - s) / (t2 * t),
+            (t2 + 2.0 * c - 2.0) / (2.0 * t2 * t2),
+            (2.0 * t - 3.0 * s + t * c) / (2.0 * t2 * t2 * t))
 
 
 #: (−1)^{n+1} B_{2n}/(2n)! for n = 1 … 10: the Taylor coefficients of d(θ) in θ².
@@ -315,81 +292,71 @@ _BERN = np.array([
 ])
 
 
+@njit(cache=True)
+def log6(T, t, xi):
+    """SE(3) logarithm: the twist ``ξ = [ω; v]`` (6,) with ``exp(ξ) = T[t:]`` (principal
+    branch). ``v = V(ω)⁻¹ p`` with ``V⁻¹ = I − ½ω̂ + d(θ) ω̂²`` (same d as the SO(3)
+    ``J_l⁻¹``)."""
+    log3(T, t, xi)
+    w0, w1, w2 = xi[0], xi[1], xi[2]
+    d = _coefficients(w0 * w0 + w1 * w1 + w2 * w2)[0]
+    p0, p1, p2 = T[t + 9], T[t + 10], T[t + 11]
+    a0 = w1 * p2 - w2 * p1  # ω × p
+    a1 = w2 * p0 - w0 * p2
+    a2 = w0 * p1 - w1 * p0
+    xi[3] = p0 - 0.5 * a0 + d * (w1 * a2 - w2 * a1)
+    xi[4] = p1 - 0.5 * a1 + d * (w2 * a0 - w0 * a2)
+    xi[5] = p2 - 0.5 * a2 + d * (w0 * a1 - w1 * a0)
+
+
 @njit(cache=True, inline="always")
-def skew_apply(w, x, out):
-    """``out = ŵ x`` (3,)."""
-    out[0] = w[1] * x[2] - w[2] * x[1]
-    out[1] = w[2] * x[0] - w[0] * x[2]
-    out[2] = w[0] * x[1] - w[1] * x[0]
-
-
-@njit(cache=True)
-def log6(R, p, xi):
-    """SE(3) logarithm: the twist ``ξ = [ω; v]`` (6,) with ``exp(ξ) = T`` (principal branch).
-
-    ``v = V(ω)⁻¹ p`` with ``V⁻¹ = I − ½ω̂ + d(θ) ω̂²`` (same d as the SO(3) ``J_l⁻¹``).
-    """
-    w = np.empty(3)
-    log3(R, w)
-    co = np.empty(4)
-    _coefficients(w[0] * w[0] + w[1] * w[1] + w[2] * w[2], co)
-    wp = np.empty(3)
-    wwp = np.empty(3)
-    skew_apply(w, p, wp)
-    skew_apply(w, wp, wwp)
+def mul3(A, a, B, b, C, c):
+    """``C[c:c+9] = A[a:a+9] B[b:b+9]`` (row-major 3 × 3 blocks of flat arrays)."""
     for i in range(3):
-        xi[i] = w[i]
-        xi[3 + i] = p[i] - 0.5 * wp[i] + co[0] * wwp[i]
+        for j in range(3):
+            C[c + 3 * i + j] = (A[a + 3 * i] * B[b + j] + A[a + 3 * i + 1] * B[b + 3 + j]
+                                + A[a + 3 * i + 2] * B[b + 6 + j])
+
+
+#: Floats of the work array of :func:`left_jacobian_inverse` (twelve 3 × 3 blocks).
+JL_WORK = 108
 
 
 @njit(cache=True)
-def left_jacobian_inverse(xi, out):
+def left_jacobian_inverse(xi, out, work):
     """``J_l(ξ)⁻¹`` (6, 6) angular-first: ``log(exp(δ)·exp(ξ)) = ξ + J_l⁻¹ δ + O(δ²)``.
 
     ``[[J⁻¹, 0], [−J⁻¹ Q J⁻¹, J⁻¹]]`` with the SO(3) ``J⁻¹ = I − ½ω̂ + d ω̂²`` and Barfoot's
     ``Q(v, ω) = ½v̂ + c1 (ω̂v̂ + v̂ω̂ + ω̂v̂ω̂) + c2 (ω̂²v̂ + v̂ω̂² − 3ω̂v̂ω̂)
-    + c3 (ω̂v̂ω̂² + ω̂²v̂ω̂)`` (Barfoot 2017, Eq. 7.86; rbc's angular-first order).
+    + c3 (ω̂v̂ω̂² + ω̂²v̂ω̂)`` (Barfoot 2017, Eq. 7.86; rbc's angular-first order). ``work``:
+    (:data:`JL_WORK`,) scratch.
     """
-    W = np.zeros((3, 3))
-    V = np.zeros((3, 3))
-    W[0, 1], W[0, 2], W[1, 2] = -xi[2], xi[1], -xi[0]
-    W[1, 0], W[2, 0], W[2, 1] = xi[2], -xi[1], xi[0]
-    V[0, 1], V[0, 2], V[1, 2] = -xi[5], xi[4], -xi[3]
-    V[1, 0], V[2, 0], V[2, 1] = xi[5], -xi[4], xi[3]
-    co = np.empty(4)
-    _coefficients(xi[0] * xi[0] + xi[1] * xi[1] + xi[2] * xi[2], co)
-    d, c1, c2, c3 = co[0], co[1], co[2], co[3]
-    WW = np.empty((3, 3))
-    WV = np.empty((3, 3))
-    VW = np.empty((3, 3))
-    WVW = np.empty((3, 3))
-    WWV = np.empty((3, 3))
-    VWW = np.empty((3, 3))
-    WVWW = np.empty((3, 3))
-    WWVW = np.empty((3, 3))
-    mul3(W, W, WW)
-    mul3(W, V, WV)
-    mul3(V, W, VW)
-    mul3(WV, W, WVW)
-    mul3(W, WV, WWV)
-    mul3(VW, W, VWW)
-    mul3(WVW, W, WVWW)
-    mul3(W, WVW, WWVW)
-    Ji = np.empty((3, 3))
-    Q = np.empty((3, 3))
+    W, V, WW, WV, VW, WVW, WWV, VWW, WVWW, WWVW, JI, Q = range(0, 108, 9)
+    for n in range(18):
+        work[n] = 0.0
+    work[W + 1], work[W + 2], work[W + 5] = -xi[2], xi[1], -xi[0]
+    work[W + 3], work[W + 6], work[W + 7] = xi[2], -xi[1], xi[0]
+    work[V + 1], work[V + 2], work[V + 5] = -xi[5], xi[4], -xi[3]
+    work[V + 3], work[V + 6], work[V + 7] = xi[5], -xi[4], xi[3]
+    d, c1, c2, c3 = _coefficients(xi[0] * xi[0] + xi[1] * xi[1] + xi[2] * xi[2])
+    mul3(work, W, work, W, work, WW)
+    mul3(work, W, work, V, work, WV)
+    mul3(work, V, work, W, work, VW)
+    mul3(work, WV, work, W, work, WVW)
+    mul3(work, W, work, WV, work, WWV)
+    mul3(work, VW, work, W, work, VWW)
+    mul3(work, WVW, work, W, work, WVWW)
+    mul3(work, W, work, WVW, work, WWVW)
+    for n in range(9):
+        work[JI + n] = (1.0 if n % 4 == 0 else 0.0) - 0.5 * work[W + n] + d * work[WW + n]
+        work[Q + n] = (0.5 * work[V + n] + c1 * (work[WV + n] + work[VW + n] + work[WVW + n])
+                       + c2 * (work[WWV + n] + work[VWW + n] - 3.0 * work[WVW + n])
+                       + c3 * (work[WVWW + n] + work[WWVW + n]))
+    mul3(work, JI, work, Q, work, WV)  # J⁻¹ Q
+    mul3(work, WV, work, JI, work, VW)  # J⁻¹ Q J⁻¹
     for i in range(3):
         for j in range(3):
-            Ji[i, j] = (1.0 if i == j else 0.0) - 0.5 * W[i, j] + d * WW[i, j]
-            Q[i, j] = (0.5 * V[i, j] + c1 * (WV[i, j] + VW[i, j] + WVW[i, j])
-                       + c2 * (WWV[i, j] + VWW[i, j] - 3.0 * WVW[i, j])
-                       + c3 * (WVWW[i, j] + WWVW[i, j]))
-    T = np.empty((3, 3))
-    low = np.empty((3, 3))
-    mul3(Ji, Q, T)
-    mul3(T, Ji, low)
-    for i in range(3):
-        for j in range(3):
-            out[i, j] = Ji[i, j]
-            out[3 + i, 3 + j] = Ji[i, j]
-            out[3 + i, j] = -low[i, j]
+            out[i, j] = work[JI + 3 * i + j]
+            out[3 + i, 3 + j] = work[JI + 3 * i + j]
+            out[3 + i, j] = -work[VW + 3 * i + j]
             out[i, 3 + j] = 0.0

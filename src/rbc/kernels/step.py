@@ -32,12 +32,14 @@ from rbc.kernels.layout import (
     S_NB,
     S_NCH,
     S_NCP,
+    S_NE,
     S_NQ,
     S_NU,
     S_NV,
     S_RANK,
 )
 from rbc.kernels.lift import factor, lift_matrix, solve_rows
+from rbc.kernels.se3 import TR
 
 OK, SINGULAR_LIFT, NOT_PD, NOT_CLOSED = 0, 1, 2, 3
 
@@ -53,19 +55,22 @@ def _matvec(A, x, out):
 
 
 @njit(cache=True)
-def _geometry(I, IO, F, FO, q, Rw, pw, G, rho, Cc, P, lu, piv):
-    poses(I, IO, F, FO, q, Rw, pw, G)
-    closure(I, IO, F, FO, q, Rw, pw, G, rho, Cc, P)
+def _geometry(I, IO, F, FO, q, Tw, Jw, G, Fch, rho, Cc, P, lu, piv):
+    poses(I, IO, F, FO, q, Tw, Jw, G)
+    closure(I, IO, F, FO, q, Tw, G, rho, Cc, P, Fch)
     return factor(I, IO, F, FO, Cc, lu, piv)
 
 
 @njit(cache=True)
 def _work(I, IO, lu_size):
+    """The geometry's work arrays: world poses Tw, joint frames Jw, world columns G, chord
+    frames Fch (flat, :mod:`rbc.kernels.kinematics`), ρ, compact C, the left factors P, the
+    LU factors and pivots."""
     sizes = iseg(I, IO, I_SIZES)
-    nb, nv, nch = sizes[S_NB], sizes[S_NV], sizes[S_NCH]
+    nb, nv, nch, ne = sizes[S_NB], sizes[S_NV], sizes[S_NCH], sizes[S_NE]
     n_rows = 6 * nch + sizes[S_NCP]
     ncols = iseg(I, IO, I_CH_COL_PTR)[nch]
-    return (np.empty((nb + 1, 3, 3)), np.empty((nb + 1, 3)), np.zeros((6, nv)),
+    return (np.empty(TR * (nb + 1)), np.empty(TR * ne), np.zeros(6 * nv), np.empty(TR * nch),
             np.empty(n_rows), np.empty(6 * ncols), np.empty((nch, 6, 6)),
             np.empty(lu_size), np.empty(sizes[S_RANK], dtype=np.int64))
 
@@ -82,33 +87,44 @@ def evaluate(I, IO, F, FO, lu_size, q, u, f, udot, v, edu, E, Mr, rhs):
     Returns:
         :data:`OK`, :data:`SINGULAR_LIFT` or :data:`NOT_PD`.
     """
-    Rw, pw, G, rho, Cc, P, lu, piv = _work(I, IO, lu_size)
-    if not _geometry(I, IO, F, FO, q, Rw, pw, G, rho, Cc, P, lu, piv):
+    Tw, Jw, G, Fch, rho, Cc, P, lu, piv = _work(I, IO, lu_size)
+    if not _geometry(I, IO, F, FO, q, Tw, Jw, G, Fch, rho, Cc, P, lu, piv):
         return SINGULAR_LIFT
     lift_matrix(I, IO, F, FO, Cc, lu, piv, E)
-    return _dynamics(I, IO, F, FO, q, u, f, Rw, pw, G, P, lu, piv, E, udot, v, edu, Mr, rhs,
-                     np.empty(2))
+    return _dynamics(I, IO, F, FO, q, u, f, Tw, Jw, G, Fch, P, lu, piv, E, udot, v, edu, Mr,
+                     rhs, np.empty(2))
 
 
 @njit(cache=True)
-def _dynamics(I, IO, F, FO, q, u, f, Rw, pw, G, P, lu, piv, E, udot, v, edu, Mr, rhs, power):
+def forward(I, IO, F, FO, lu_size, q, u, f, udot):
+    """u̇ (n_u,) out at (q, u, f): :func:`evaluate` with its other outputs kept inside (one
+    call with few arguments: the per-call face for Python). Returns its status."""
+    sizes = iseg(I, IO, I_SIZES)
+    nv, nu = sizes[S_NV], sizes[S_NU]
+    return evaluate(I, IO, F, FO, lu_size, q, u, f, udot, np.empty(nv), np.empty(nv),
+                    np.empty((nv, nu)), np.empty((nu, nu)), np.empty(nu))
+
+
+@njit(cache=True)
+def _dynamics(I, IO, F, FO, q, u, f, Tw, Jw, G, Fch, P, lu, piv, E, udot, v, edu, Mr, rhs,
+              power):
     sizes = iseg(I, IO, I_SIZES)
     nb = sizes[S_NB]
     _matvec(E, u, v)
-    V = np.empty((nb + 1, 6))
-    A0 = np.empty((nb + 1, 6))
-    velocities(I, IO, F, FO, q, v, Rw, pw, G, V, A0)
+    V = np.empty(6 * (nb + 1))
+    A0 = np.empty(6 * (nb + 1))
+    velocities(I, IO, F, FO, q, v, Jw, G, V, A0)
     cv = np.empty(rho_size(I, IO))
-    velocity_product(I, IO, F, FO, q, v, Rw, pw, V, A0, P, cv)
+    velocity_product(I, IO, F, FO, q, v, Fch, V, A0, P, cv)
     edu[:] = 0.0
     solve_rows(I, IO, lu, piv, cv, edu)
     dep = iseg(I, IO, I_DEP)
     for j in dep:
         edu[j] = -edu[j]
     Iw = np.empty((nb, 6, 6))
-    world_inertias(I, IO, F, FO, Rw, pw, Iw)
+    world_inertias(I, IO, F, FO, Tw, Iw)
     fext = np.empty((nb + 1, 6))
-    spring_wrenches(I, IO, F, FO, Rw, pw, V, fext)
+    spring_wrenches(I, IO, F, FO, Tw, V, fext)
     reduced(I, IO, F, FO, q, v, edu, f, G, V, A0, Iw, fext, E, Mr, rhs, power)
     if not cholesky_solve(Mr.copy(), rhs, udot):
         return NOT_PD
@@ -127,8 +143,8 @@ def geometry(I, IO, F, FO, lu_size, q, rho, C_compact, E):
     """ρ (n_rows,), the compact C and E (nv, n_u) at q (tests and the Python closer).
 
     Returns False when R_p is exactly singular (E is then not written)."""
-    Rw, pw, G, rho_w, Cc, P, lu, piv = _work(I, IO, lu_size)
-    ok = _geometry(I, IO, F, FO, q, Rw, pw, G, rho_w, Cc, P, lu, piv)
+    Tw, Jw, G, Fch, rho_w, Cc, P, lu, piv = _work(I, IO, lu_size)
+    ok = _geometry(I, IO, F, FO, q, Tw, Jw, G, Fch, rho_w, Cc, P, lu, piv)
     rho[:] = rho_w
     C_compact[:] = Cc
     if ok:
@@ -139,19 +155,19 @@ def geometry(I, IO, F, FO, lu_size, q, rho, C_compact, E):
 @njit(cache=True)
 def curvature(I, IO, F, FO, lu_size, q, u, v, edu):
     """``v = E u`` and ``Ė u`` (nv,) out at (q, u); False when R_p is singular."""
-    Rw, pw, G, rho, Cc, P, lu, piv = _work(I, IO, lu_size)
-    if not _geometry(I, IO, F, FO, q, Rw, pw, G, rho, Cc, P, lu, piv):
+    Tw, Jw, G, Fch, rho, Cc, P, lu, piv = _work(I, IO, lu_size)
+    if not _geometry(I, IO, F, FO, q, Tw, Jw, G, Fch, rho, Cc, P, lu, piv):
         return False
     sizes = iseg(I, IO, I_SIZES)
     E = np.empty((sizes[S_NV], sizes[S_NU]))
     lift_matrix(I, IO, F, FO, Cc, lu, piv, E)
     _matvec(E, u, v)
     nb = sizes[S_NB]
-    V = np.empty((nb + 1, 6))
-    A0 = np.empty((nb + 1, 6))
-    velocities(I, IO, F, FO, q, v, Rw, pw, G, V, A0)
+    V = np.empty(6 * (nb + 1))
+    A0 = np.empty(6 * (nb + 1))
+    velocities(I, IO, F, FO, q, v, Jw, G, V, A0)
     cv = np.empty(rho.size)
-    velocity_product(I, IO, F, FO, q, v, Rw, pw, V, A0, P, cv)
+    velocity_product(I, IO, F, FO, q, v, Fch, V, A0, P, cv)
     edu[:] = 0.0
     solve_rows(I, IO, lu, piv, cv, edu)
     for j in iseg(I, IO, I_DEP):
@@ -160,7 +176,7 @@ def curvature(I, IO, F, FO, lu_size, q, u, v, edu):
 
 
 @njit(cache=True)
-def _close(I, IO, F, FO, q, E, x0, x, tol, max_iter, Rw, pw, G, rho, Cc, P, lu, piv):
+def _close(I, IO, F, FO, q, E, x0, x, tol, max_iter, Tw, Jw, G, Fch, rho, Cc, P, lu, piv):
     """Corrector from the closed q (with its lift E and prescribed values x0) to values x;
     on success q holds the closed configuration and the geometry arrays hold its geometry."""
     sizes = iseg(I, IO, I_SIZES)
@@ -181,7 +197,7 @@ def _close(I, IO, F, FO, q, E, x0, x, tol, max_iter, Rw, pw, G, rho, Cc, P, lu, 
     dep = iseg(I, IO, I_DEP)
     step = np.zeros(nv)
     for it in range(max_iter + 1):
-        if not _geometry(I, IO, F, FO, qn, Rw, pw, G, rho, Cc, P, lu, piv):
+        if not _geometry(I, IO, F, FO, qn, Tw, Jw, G, Fch, rho, Cc, P, lu, piv):
             return SINGULAR_LIFT
         worst = 0.0
         finite = True
@@ -205,7 +221,7 @@ def _close(I, IO, F, FO, q, E, x0, x, tol, max_iter, Rw, pw, G, rho, Cc, P, lu, 
 
 
 @njit(cache=True)
-def _advance(I, IO, F, FO, q, E, x0, x, tol, max_iter, Rw, pw, G, rho, Cc, P, lu, piv):
+def _advance(I, IO, F, FO, q, E, x0, x, tol, max_iter, Tw, Jw, G, Fch, rho, Cc, P, lu, piv):
     """Close at the prescribed values x from the closed state (q, E, x0): the geometry at
     the closed q is in the work arrays after an :data:`OK` (E is not refreshed)."""
     same = True
@@ -213,10 +229,10 @@ def _advance(I, IO, F, FO, q, E, x0, x, tol, max_iter, Rw, pw, G, rho, Cc, P, lu
         if x[n] != x0[n]:
             same = False
     if same:
-        if not _geometry(I, IO, F, FO, q, Rw, pw, G, rho, Cc, P, lu, piv):
+        if not _geometry(I, IO, F, FO, q, Tw, Jw, G, Fch, rho, Cc, P, lu, piv):
             return SINGULAR_LIFT
         return OK
-    status = _close(I, IO, F, FO, q, E, x0, x, tol, max_iter, Rw, pw, G, rho, Cc, P, lu, piv)
+    status = _close(I, IO, F, FO, q, E, x0, x, tol, max_iter, Tw, Jw, G, Fch, rho, Cc, P, lu, piv)
     if status == OK:
         x0[:] = x
     return status
@@ -251,9 +267,9 @@ def stage(I, IO, F, FO, lu_size, q, E, x0, rho_out, Cc_out, y, f, tol, max_iter,
     Returns:
         :data:`OK`, :data:`SINGULAR_LIFT`, :data:`NOT_PD` or :data:`NOT_CLOSED`.
     """
-    Rw, pw, G, rho, Cc, P, lu, piv = _work(I, IO, lu_size)
-    status = _project(I, IO, F, FO, q, E, x0, rho_out, Cc_out, y, tol, max_iter, Rw, pw, G,
-                      rho, Cc, P, lu, piv)
+    Tw, Jw, G, Fch, rho, Cc, P, lu, piv = _work(I, IO, lu_size)
+    status = _project(I, IO, F, FO, q, E, x0, rho_out, Cc_out, y, tol, max_iter, Tw, Jw, G,
+                      Fch, rho, Cc, P, lu, piv)
     if status != OK:
         return status
     sizes = iseg(I, IO, I_SIZES)
@@ -264,8 +280,8 @@ def stage(I, IO, F, FO, lu_size, q, E, x0, rho_out, Cc_out, y, f, tol, max_iter,
     rhs = np.empty(nu)
     udot = np.empty(nu)
     power = np.empty(2)
-    status = _dynamics(I, IO, F, FO, q, u, f, Rw, pw, G, P, lu, piv, E, udot, v, edu, Mr,
-                       rhs, power)
+    status = _dynamics(I, IO, F, FO, q, u, f, Tw, Jw, G, Fch, P, lu, piv, E, udot, v, edu,
+                       Mr, rhs, power)
     for n in range(nu):
         ydot[n] = u[n]
         ydot[nu + n] = udot[n]
@@ -279,18 +295,18 @@ def project(I, IO, F, FO, lu_size, q, E, x0, rho_out, Cc_out, y, tol, max_iter):
     """Close at the values of the state y from the closed state (q, E, x0) and refresh E, ρ
     and the compact C there (the projection after a step); arguments and status as
     :func:`stage`."""
-    Rw, pw, G, rho, Cc, P, lu, piv = _work(I, IO, lu_size)
-    return _project(I, IO, F, FO, q, E, x0, rho_out, Cc_out, y, tol, max_iter, Rw, pw, G,
-                    rho, Cc, P, lu, piv)
+    Tw, Jw, G, Fch, rho, Cc, P, lu, piv = _work(I, IO, lu_size)
+    return _project(I, IO, F, FO, q, E, x0, rho_out, Cc_out, y, tol, max_iter, Tw, Jw, G,
+                    Fch, rho, Cc, P, lu, piv)
 
 
 @njit(cache=True)
-def _project(I, IO, F, FO, q, E, x0, rho_out, Cc_out, y, tol, max_iter, Rw, pw, G, rho, Cc,
-             P, lu, piv):
+def _project(I, IO, F, FO, q, E, x0, rho_out, Cc_out, y, tol, max_iter, Tw, Jw, G, Fch,
+             rho, Cc, P, lu, piv):
     """:func:`project` on the caller's work arrays (which hold the geometry at the closed q
     afterwards)."""
-    status = _advance(I, IO, F, FO, q, E, x0, _kept_values(I, IO, y), tol, max_iter, Rw, pw,
-                      G, rho, Cc, P, lu, piv)
+    status = _advance(I, IO, F, FO, q, E, x0, _kept_values(I, IO, y), tol, max_iter, Tw, Jw,
+                      G, Fch, rho, Cc, P, lu, piv)
     if status != OK:
         return status
     lift_matrix(I, IO, F, FO, Cc, lu, piv, E)
@@ -300,17 +316,32 @@ def _project(I, IO, F, FO, q, E, x0, rho_out, Cc_out, y, tol, max_iter, Rw, pw, 
 
 
 @njit(cache=True, parallel=True)
-def evaluate_batch(I, IO, F, FO, lu_size, Q, U, Fp, UD, status):
+def evaluate_batch(I, IO, F, FO, lu_size, Q, U, Fp, UD, status, n_chunks):
     """:func:`evaluate` over N states in parallel: Q (N, nq), U (N, n_u), Fp (N, n_act);
-    UD (N, n_u) out, status (N,) out."""
-    sizes = iseg(I, IO, I_SIZES)
-    nv, nu = sizes[S_NV], sizes[S_NU]
-    for s in prange(Q.shape[0]):
+    UD (N, n_u) out, status (N,) out.
+
+    The states go in ``n_chunks`` contiguous chunks (one per thread), each evaluated on its
+    own copies of the layout arrays and of its states: a view of an array shared between
+    threads updates that array's reference count atomically, and two cores updating the
+    same counts ping-pong its cache line (the batch ran slower per state on two threads than
+    one call at a time did).
+    """
+    n = Q.shape[0]
+    for c in prange(n_chunks):
+        lo, hi = c * n // n_chunks, (c + 1) * n // n_chunks
+        Ic, IOc, Fc, FOc = I.copy(), IO.copy(), F.copy(), FO.copy()
+        Qc, Uc, Fpc = Q[lo:hi].copy(), U[lo:hi].copy(), Fp[lo:hi].copy()
+        sizes = iseg(Ic, IOc, I_SIZES)
+        nv, nu = sizes[S_NV], sizes[S_NU]
         v = np.empty(nv)
         edu = np.empty(nv)
         E = np.empty((nv, nu))
         Mr = np.empty((nu, nu))
         rhs = np.empty(nu)
-        ud = np.empty(nu)
-        status[s] = evaluate(I, IO, F, FO, lu_size, Q[s], U[s], Fp[s], ud, v, edu, E, Mr, rhs)
-        UD[s] = ud
+        UDc = np.empty((hi - lo, nu))
+        st = np.empty(hi - lo, dtype=np.int64)
+        for s in range(hi - lo):
+            st[s] = evaluate(Ic, IOc, Fc, FOc, lu_size, Qc[s], Uc[s], Fpc[s], UDc[s], v, edu, E,
+                             Mr, rhs)
+        UD[lo:hi] = UDc
+        status[lo:hi] = st
