@@ -174,6 +174,11 @@ def simulate_command(
     con.print(f"  clipped steps {s['clipped_steps']}, max loop gap {s['max_loop_gap']:.3g} m, "
               f"energy ledger residual {s['energy_ledger_residual']:.3g} J "
               f"({s['energy_ledger_relative']:.3g} of the largest energy term)")
+    if "drives" in s:
+        d = s["drives"]
+        peaks = ", ".join(f"{n} {p:.4g}" for n, p in d["peak_actual_effort"].items())
+        con.print(f"  drives: work drawn {d['work_drawn']:.4g} J, losses {d['work_losses']:.4g} J"
+                  f" (separate from the ledger); peak actual effort {peaks}")
     if "integration" in s:
         i = s["integration"]
         con.print(f"  {i['integrator']} (rtol {i['rtol']:g}, atol {i['atol']:g}): "

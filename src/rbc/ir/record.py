@@ -220,6 +220,30 @@ class Transmission:
 
 
 @dataclass(frozen=True)
+class Drive:
+    """Drive dynamics and losses between an actuator's command c and its actual port effort
+    f (docs/records.md "Drives"; :mod:`rbc.sim.drives` evaluates them).
+
+    Attributes:
+        lag: time constant T [s] of a first-order lag ``ż = (c − z)/T`` of the drive state
+            z (0: none, z = c); with ``torque_constant`` z is the loop current.
+        torque_constant: K, effort per command unit at the port (a current loop: N·m/A or
+            N/A; 1: the command is an effort). The motor effort is ``K z``.
+        stall, no_load_speed: torque–speed limit ``|K z| ≤ stall·(1 − |ℓ̇|/no_load_speed)``
+            while motoring (``z ℓ̇ > 0``), ``≤ stall`` while braking [port units]; inf: none.
+        efficiency: η ∈ (0, 1] of the transmission: ``f = η K z`` while the drive delivers
+            power (``K z ℓ̇ ≥ 0``), ``f = K z / η`` while it absorbs it; the difference
+            ``(K z − f) ℓ̇ ≥ 0`` is the drive loss.
+    """
+
+    lag: float = 0.0
+    torque_constant: float = 1.0
+    stall: float = math.inf
+    no_load_speed: float = math.inf
+    efficiency: float = 1.0
+
+
+@dataclass(frozen=True)
 class Profile:
     """A smooth scalar function ``h(x)`` of one joint coordinate x (SI: rad or m).
 
@@ -273,6 +297,7 @@ class Actuator:
             velocity coordinate of the joint (empty otherwise).
         unit: ``m`` or ``rad`` for profile and velocity ports (what ℓ measures); ``""``
             where the port's geometry decides it.
+        drive: drive dynamics and losses (:class:`Drive`), or None (f = c).
     """
 
     name: str
@@ -288,6 +313,7 @@ class Actuator:
     profile: tuple[str, Profile] | None = None
     velocity: tuple[tuple[str, int, float], ...] = ()
     unit: str = ""
+    drive: Drive | None = None
 
     @property
     def kind(self) -> str:

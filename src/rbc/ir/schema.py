@@ -51,6 +51,7 @@ from rbc.ir.record import (
     Attachment,
     Body,
     Coupling,
+    Drive,
     Geometry,
     Joint,
     JointEffort,
@@ -723,7 +724,10 @@ ACTUATOR_KEYS = (
     "velocity",
     "effort",
     "unit",
+    "drive",
 )
+#: Keys of an actuator's ``drive`` (all optional; docs/records.md "Drives").
+DRIVE_KEYS = ("lag", "torque_constant", "stall", "no_load_speed", "efficiency")
 #: The keys that define an actuator's port (exactly one is given).
 PORT_KEYS = ("joint", "terms", "distance", "profile", "velocity")
 PORT_UNITS = ("m", "rad")
@@ -769,7 +773,24 @@ def _actuator(ctx: _Ctx, path: str, value: Any, joints: Sequence[Joint] = ()) ->
         profile=r.get("profile", _profile_port, None),
         velocity=tuple((*coords[n], c) for n, c in velocity),
         unit=r.get("unit", _choice(PORT_UNITS), ""),
+        drive=r.get("drive", _drive, None),
     )
+
+
+_efficiency = _checked(lambda x: 0.0 < x <= 1.0, "a number in (0, 1]")
+
+
+def _drive(ctx: _Ctx, path: str, value: Any) -> Drive:
+    """An actuator's drive dynamics and losses (:class:`Drive`)."""
+    r = _Reader(ctx, path, value, DRIVE_KEYS)
+    if r.has("stall") != r.has("no_load_speed"):
+        raise ctx.error(path, "a torque–speed limit needs both 'stall' and 'no_load_speed'",
+                        expected="both keys, or neither")
+    return Drive(lag=r.get("lag", _nonneg, 0.0),
+                 torque_constant=r.get("torque_constant", _positive, 1.0),
+                 stall=r.get("stall", _positive, math.inf),
+                 no_load_speed=r.get("no_load_speed", _positive, math.inf),
+                 efficiency=r.get("efficiency", _efficiency, 1.0))
 
 
 def _distance(ctx: _Ctx, path: str, value: Any) -> tuple[Attachment, Attachment]:

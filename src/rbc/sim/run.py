@@ -372,7 +372,8 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
     n_act = len(prep.kin.record.actuators)
     rows: dict[str, list] = {k: [] for k in ("q", "v", "ports", "port_rates", "loop_gaps",
                                              "kinetic", "potential", "work_actuators",
-                                             "work_passive")}
+                                             "work_passive", "work_drive_losses")}
+    actual: list[np.ndarray] = []  # the drives' actual efforts (record 'drive' data)
     task_rows = {name: [] for name in tasks}
     cmd, eff, clipped = np.zeros((n, n_act)), np.zeros((n, n_act)), np.zeros(n, dtype=bool)
 
@@ -381,6 +382,9 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
             rows[key].append(getattr(m, key))
         rows["work_actuators"].append(plant.work_actuators)
         rows["work_passive"].append(plant.work_passive)
+        rows["work_drive_losses"].append(plant.work_drive_losses)
+        if m.efforts is not None:
+            actual.append(m.efforts)
         for name in tasks:
             task_rows[name].append(m.tasks[name])
 
@@ -401,6 +405,8 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
     log["time"] = time_s
     log["control/command"], log["control/effort"] = cmd, eff
     log["control/clipped"] = clipped
+    if actual:  # at each control instant after the first: the drives' response
+        log["drive/effort"] = np.asarray(actual, dtype=float)
     energy = log["kinetic"] + log["potential"]
     log["energy_residual"] = (energy - energy[0]) - log["work_actuators"] - log["work_passive"]
     ref = ctrl.reference
@@ -467,6 +473,15 @@ def _summary(prep: Prepared, plant: Backend, log: dict[str, np.ndarray], wall: f
     out["max_kinetic_energy"] = float(log["kinetic"].max())
     out["work_actuators"] = float(log["work_actuators"][-1])
     out["work_passive"] = float(log["work_passive"][-1])
+    if "drive/effort" in log:
+        act = log["drive/effort"]
+        out["drives"] = {
+            "work_losses": float(log["work_drive_losses"][-1]),
+            "work_drawn": float(log["work_actuators"][-1] + log["work_drive_losses"][-1]),
+            "peak_actual_effort": {n: float(np.abs(act[:, i]).max(initial=0.0))
+                                   for i, n in enumerate(names)},
+            "command_vs_actual_rms": {n: _rms(act[1:, i] - eff[:, i])
+                                      for i, n in enumerate(names)}}
     if isinstance(ctrl, TaskController):
         out["task"] = ctrl.summary()
     if ctrl.gains is not None:

@@ -47,6 +47,8 @@ class Measurement:
             loop closure (see :attr:`Backend.gap_names`).
         kinetic, potential: kinetic and gravitational potential energy [J].
         q, v: the engine's own state vectors (its coordinate layout).
+        efforts: (n_act,) the actual port efforts of the drives (record ``drive`` data,
+            :mod:`rbc.sim.drives`) at this state, or None when they are the commands.
     """
 
     ports: np.ndarray
@@ -57,6 +59,7 @@ class Measurement:
     potential: float
     q: np.ndarray
     v: np.ndarray
+    efforts: np.ndarray | None = None
 
 
 class Backend(ABC):
@@ -78,15 +81,17 @@ class Backend(ABC):
         self.plant, self.part, self.dt = plant, part, dt
         self.work_actuators = 0.0
         self.work_passive = 0.0
+        self.work_drive_losses = 0.0
         self.steps = 0
 
     @classmethod
     def check(cls, plant: CompiledModel, part: Partition) -> None:
         """Raise :class:`BackendError` if this backend cannot run the model (before a run).
 
-        The default accepts every model; the exports raise their own errors on build.
+        The default refuses drive dynamics (only the reduced backend integrates them, with
+        its own check); the exports raise their own errors on build.
         """
-        return None
+        refuse_drives(cls.name, plant)
 
     @abstractmethod
     def advance(self, f: np.ndarray, steps: int) -> None:
@@ -95,6 +100,15 @@ class Backend(ABC):
     @abstractmethod
     def measure(self) -> Measurement:
         """The current measurement."""
+
+
+def refuse_drives(backend: str, plant: CompiledModel) -> None:
+    """Raise :class:`BackendError` when the record has drive data (``drive`` on an
+    actuator): a plant that ignored them would apply the commands as efforts."""
+    names = [a.name for a in plant.record.actuators if a.drive is not None]
+    if names:
+        raise BackendError(f"the {backend} backend does not integrate drive dynamics "
+                           f"({', '.join(names)} have 'drive' data); use the reduced backend")
 
 
 def port_work(f: np.ndarray, ell0: np.ndarray, ell1: np.ndarray, rate0: np.ndarray,

@@ -26,7 +26,7 @@ import numpy as np
 from rbc.backends.mjcf_export import check_loads, export_mjcf
 from rbc.errors import CompileError
 from rbc.ir import spatial as sp
-from rbc.sim.backends import Backend, BackendError, Measurement
+from rbc.sim.backends import Backend, BackendError, Measurement, refuse_drives
 
 
 class MujocoBackend(Backend):
@@ -37,7 +37,9 @@ class MujocoBackend(Backend):
     @classmethod
     def check(cls, plant, part) -> None:
         """The model must export (no helical joints, ports on tree joints, …) and MuJoCo must
-        load the export (e.g. MuJoCo's XML parser limits how deep bodies may nest)."""
+        load the export (e.g. MuJoCo's XML parser limits how deep bodies may nest); no drive
+        dynamics (:func:`rbc.sim.backends.refuse_drives`)."""
+        refuse_drives(cls.name, plant)
         try:
             check_loads(export_mjcf(plant, part).to_string(), str(plant.record.source))
         except CompileError as err:

@@ -24,7 +24,7 @@ import pinocchio as pin
 from rbc.backends.pinocchio import PROXIMAL, pinocchio_model
 from rbc.model.interfaces import port_state, ports
 from rbc.model.rolling import refuse_rolling
-from rbc.sim.backends import Backend, BackendError, Measurement, port_work
+from rbc.sim.backends import Backend, BackendError, Measurement, port_work, refuse_drives
 from rbc.sim.backends.tree_probe import TreeProbe, record_tasks
 
 #: Baumgarte gains of the constraint corrector [s⁻², s⁻¹] (module docstring).
@@ -41,8 +41,10 @@ class PinocchioBackend(Backend):
         """The cut joints must have Pinocchio constraint models (spherical, fixed, revolute),
         and there must be no coupling: ``constraintDynamics`` has no joint-coupling
         constraint, and a plant without it would move the coupled joints apart; nor rolling
-        constraints (holonomic constraint models only)."""
+        constraints (holonomic constraint models only); no drive dynamics
+        (:func:`rbc.sim.backends.refuse_drives`)."""
         refuse_rolling(plant, "the pinocchio backend", BackendError)
+        refuse_drives(cls.name, plant)
         pinocchio_model(plant, part)
         cut = {plant.edge_names[k] for k in plant.chord_edges}
         driven = [f"{a.name} ({n})" for a in plant.record.actuators for n in a.port_joints

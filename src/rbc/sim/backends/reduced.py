@@ -1,20 +1,24 @@
 """The reduced backend: our model, ``M_r u̇ + h_r = τ_r`` on the closure manifold.
 
-**State and projection.** The integrated state is ``y = (x, u, W_act, W_passive)``: the
-independent coordinates' values x (n_u,), their speeds u (n_u,), and the work done so far
-by the actuators and by the passive elements [J]. Every evaluation closes the mechanism at
+**State and projection.** The integrated state is ``y = (x, u, z, W_act, W_passive[,
+W_loss])``: the independent coordinates' values x (n_u,), their speeds u (n_u,), the drive
+states z (n_z,: the actuators whose ``drive`` has a lag, :mod:`rbc.sim.drives`), and the
+work done so far by the actuators, by the passive elements and (with drive data) lost in
+the drives [J]. Every evaluation closes the mechanism at
 x (:class:`rbc.sim.manifold.LiftedCloser`: lift predictor and Newton from the previous
 configuration on the augmented tree's closure geometry — the closure projection), so the
 dependent coordinates are a function of x and the loops stay closed to the solve tolerance
 (1e-13) at every stage and step. The lift at the closed configuration is the one the
 dynamics use. The right-hand side is
 
-    ẋ = u (the value rates of v = E u),   u̇ = M_r⁻¹ (τ_r − h_r),   Ẇ_act = fᵀ ℓ̇,
-    Ẇ_passive = τ_pᵀ v
+    ẋ = u (the value rates of v = E u),   u̇ = M_r⁻¹ (τ_r − h_r),   ż = (c − z)/T,
+    Ẇ_act = fᵀ ℓ̇,   Ẇ_passive = τ_pᵀ v,   Ẇ_loss = (m − f)ᵀ ℓ̇
 
 with the plant's reduced terms (:func:`rbc.model.dynamics.reduced_terms`, curvature ``Ė u``
-and Coulomb friction included), the port efforts f held over the control period, ℓ̇ = J_ℓ v
-and τ_p the passive efforts (damping, springs, drive drag, spring-dampers, Coulomb). The
+and Coulomb friction included), the commands held over the control period, the actual port
+efforts f and motor efforts m of the drives (:meth:`rbc.sim.drives.Drives.efforts`; without
+drive data f = m = the command), ℓ̇ = J_ℓ v and τ_p the passive efforts (damping, springs,
+drive drag, spring-dampers, Coulomb). The
 works are integrated by the same integrator as the motion, so the energy ledger
 ``(T + V) − (T₀ + V₀) − W_act − W_passive`` measures the integration error itself.
 
@@ -80,6 +84,7 @@ from rbc.model.partition import REPARTITION_MIN, reselect, scaled_cond
 from rbc.model.solve import independent_values, prescribable, rate_is_speed, value_rates
 from rbc.sim.backends import Backend, BackendError, Measurement
 from rbc.sim.backends.tree_probe import TreeProbe, record_tasks
+from rbc.sim.drives import Drives
 from rbc.sim.integrators import (
     DOPRI5,
     GROW,
@@ -145,6 +150,11 @@ class ReducedBackend(Backend):
         self.events: list[dict] = []
         self.warnings: list[str] = []
         self.h = float(dt)
+        self.drives = Drives.of(plant.record)
+        self.n_z = 0 if self.drives is None else self.drives.n_states
+        self._works = 2 if self.drives is None else 3  # W_act, W_passive[, W_loss]
+        self._c = np.zeros(len(plant.record.actuators))  # the held drive commands
+        self._settled = False  # drive states start settled at the first command
         self._adopt(part, np.asarray(q0, dtype=float), np.asarray(v0, dtype=float))
 
     @classmethod
@@ -185,17 +195,21 @@ class ReducedBackend(Backend):
         self.q = self.close.q
         self._cond_ref = scaled_cond(self.plant, part, self.close.lifted)
         self.kernel = self._kernel_stage(part)
+        # drive states and works carry over a re-partition
+        tail = (self.y[2 * self.n:] if hasattr(self, "y")
+                else np.zeros(self.n_z + self._works))
         self.n = part.independent.size
-        works = self.y[-2:] if hasattr(self, "y") else np.zeros(2)
         self.y = np.concatenate([independent_values(self.plant, part, self.q),
-                                 np.asarray(v, dtype=float)[part.independent], works])
+                                 np.asarray(v, dtype=float)[part.independent], tail])
         # values whose rate is their speed (ẋ = u) and the others (a planar joint's x, y:
         # body-frame speeds rotated into the plane, JointKind.value_rates)
         self._rated = np.array([not rate_is_speed(self.plant, int(j))
                                 for j in part.independent], dtype=bool)
         self._names = ([self.plant.v_names[int(j)] for j in part.independent]
                        + [f"{self.plant.v_names[int(j)]} (speed)" for j in part.independent]
-                       + ["W_act", "W_passive"])
+                       + [f"{self.plant.record.actuators[int(i)].name} (drive state)"
+                          for i in (() if self.drives is None else self.drives.lagged)]
+                       + ["W_act", "W_passive", "W_loss"][: self._works])
         self._any_rated = bool(self._rated.any())
         self._k1 = None
 
@@ -203,6 +217,10 @@ class ReducedBackend(Backend):
         """The kernel evaluator at the current closed configuration, or None (reference
         evaluator requested, or a model the layout cannot represent: noted)."""
         if self.evaluator != "kernel":
+            return None
+        if self.drives is not None:  # the kernel stage has no drive states z
+            self.evaluator_note = ("drive states (actuator 'drive' data): the reference "
+                                   "evaluator ran")
             return None
         try:
             km = KernelModel(self.plant, part, self.dm.tree)
@@ -222,8 +240,9 @@ class ReducedBackend(Backend):
 
     # ----------------------------------------------------------------- dynamics
     def rhs(self, y: np.ndarray, f: np.ndarray) -> np.ndarray:
-        """ẏ (2 n_u + 2,) at state y with port efforts f — the one per-stage evaluation
-        (on the kernel, or the reference path when it hands the case back).
+        """ẏ (2 n_u + n_z + 2 [+ 1 with drives],) at state y with the port effort commands f
+        held — the one per-stage evaluation (on the kernel, or the reference path when it
+        hands the case back).
 
         Raises:
             StepFailure: the mechanism cannot be closed at the stage's x.
@@ -255,19 +274,28 @@ class ReducedBackend(Backend):
         n = self.n
         try:
             q = self.close(y[:n])
-        except ClosureError as err:
+        except (ClosureError, np.linalg.LinAlgError) as err:  # a stage too far to close
             raise StepFailure(str(err)) from err
-        t = reduced_terms(self.dm, self.data, self.part, q, y[n: 2 * n], f,
+        J = port_jacobian(self.plant, q) if f.size else np.zeros((0, self.plant.nv))
+        z = y[2 * n: 2 * n + self.n_z]
+        if self.drives is None:
+            fa, zdot, p_loss = f, z, []
+        else:
+            c = self.drives.command(f)
+            rate = J @ (self.close.lifted.E @ y[n: 2 * n])
+            fa, m = self.drives.efforts(z, c, rate)
+            zdot, p_loss = self.drives.rates(z, c), [float((m - fa) @ rate)]
+        t = reduced_terms(self.dm, self.data, self.part, q, y[n: 2 * n], fa,
                           lifted=self.close.lifted)
         self.stats.evaluations += 1
-        p_act = float(f @ (port_jacobian(self.plant, q) @ t.v)) if f.size else 0.0
+        p_act = float(fa @ (J @ t.v)) if f.size else 0.0
         xdot = y[n: 2 * n]
         if self._rated.any():
             xdot = xdot.copy()
             xdot[self._rated] = value_rates(self.plant, q, t.v,
                                             self.part.independent[self._rated])
-        return np.concatenate([xdot, forward_dynamics(self.dm, t),
-                               [p_act, float(t.passive @ t.v)]])
+        return np.concatenate([xdot, forward_dynamics(self.dm, t), zdot,
+                               [p_act, float(t.passive @ t.v), *p_loss]])
 
     @property
     def evaluations(self) -> int:
@@ -275,6 +303,11 @@ class ReducedBackend(Backend):
 
     def advance(self, f: np.ndarray, steps: int) -> None:
         f = np.asarray(f, dtype=float)
+        if self.drives is not None and not self._settled:
+            self.y[2 * self.n: 2 * self.n + self.n_z] = self.drives.initial(
+                self.drives.command(f))
+            self._settled, self._k1 = True, None
+        self._c = f
         t_end = self.time + steps * self.dt
         if self.integrator == "rk4":
             for _ in range(steps):
@@ -286,7 +319,9 @@ class ReducedBackend(Backend):
         self.time = t_end
         self.steps = self.stats.accepted
         self.q = self._project(self.y)
-        self.work_actuators, self.work_passive = float(self.y[-2]), float(self.y[-1])
+        w = self.y[len(self.y) - self._works:]
+        self.work_actuators, self.work_passive = float(w[0]), float(w[1])
+        self.work_drive_losses = float(w[2]) if self._works == 3 else 0.0
 
     def _project(self, y: np.ndarray) -> np.ndarray:
         """The closed configuration (nq,) at the state's values (a copy)."""
@@ -437,5 +472,10 @@ class ReducedBackend(Backend):
         rho = rho[: 6 * k.n_chords].reshape(-1, 6)
         gaps = np.linalg.norm(rho[:, 3:], axis=1)  # linear part of each chord's residual
         ell, J = port_state(k, self.q)
+        efforts = None
+        if self.drives is not None:  # the actual efforts of the drives at this state
+            efforts = self.drives.efforts(self.y[2 * self.n: 2 * self.n + self.n_z],
+                                          self.drives.command(self._c), J @ v)[0]
         return Measurement(ell, J @ v,
-                           self.probe.task_positions(qp), gaps, kin, pot, self.q.copy(), v)
+                           self.probe.task_positions(qp), gaps, kin, pot, self.q.copy(), v,
+                           efforts)

@@ -1,0 +1,94 @@
+"""Drive dynamics and losses between a controller's commands and the actual port efforts
+(issue 23 item 3; the record's ``drive`` of an actuator, :class:`rbc.ir.record.Drive`).
+
+Per actuator i with command c_i (the controller's effort command divided by the torque
+constant K_i: a current for a current loop) the drive has a state z_i when it has a lag
+``T_i > 0`` (``ż = (c − z)/T``; the exact response to a held command is
+``z(t) = c + (z₀ − c) e^{−t/T}``), else ``z_i = c_i``. The motor effort ``m = K z`` is
+limited by the torque–speed line while motoring (``m ℓ̇ > 0``:
+``|m| ≤ stall·max(0, 1 − |ℓ̇|/no_load_speed)``; braking: ``|m| ≤ stall``) and passes the
+transmission with efficiency η depending on the sign of the power:
+``f = η m`` when ``m ℓ̇ ≥ 0`` (the drive delivers power), ``f = m/η`` when it absorbs it.
+The drive loss ``P_loss = (m − f) ℓ̇ ≥ 0`` in both cases; the drives draw ``m ℓ̇`` =
+``f ℓ̇ + P_loss``. The mechanism's energy ledger holds with the actual efforts f; the drive
+losses are a separate term.
+
+The efficiency makes f discontinuous where ℓ̇ changes sign (the model, not an artefact):
+an error-controlled integrator shortens its steps there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rbc.ir.record import Drive, Record
+
+
+@dataclass(frozen=True, eq=False)
+class Drives:
+    """The drives of a record's actuators as arrays (n_act,) (module docstring).
+
+    Attributes:
+        lag, gain, stall, no_load_speed, efficiency: per actuator (no drive: 0, 1, inf, inf,
+            1 — the command is the effort).
+        lagged: (n_z,) indices of the actuators with a lag (the drive states z).
+    """
+
+    lag: np.ndarray
+    gain: np.ndarray
+    stall: np.ndarray
+    no_load_speed: np.ndarray
+    efficiency: np.ndarray
+    lagged: np.ndarray
+
+    @classmethod
+    def of(cls, record: Record) -> Drives | None:
+        """The drives of a record, or None when no actuator has drive data."""
+        ds = [a.drive for a in record.actuators]
+        if all(d is None for d in ds):
+            return None
+        d0 = Drive()
+        ds = [d0 if d is None else d for d in ds]
+
+        def col(key: str) -> np.ndarray:
+            return np.array([getattr(d, key) for d in ds], dtype=float)
+
+        lag = col("lag")
+        return cls(lag, col("torque_constant"), col("stall"), col("no_load_speed"),
+                   col("efficiency"), np.flatnonzero(lag > 0.0))
+
+    @property
+    def n_states(self) -> int:
+        return int(self.lagged.size)
+
+    def command(self, effort: np.ndarray) -> np.ndarray:
+        """Drive commands c (n_act,) for the controller's effort commands (``c = f/K``)."""
+        return np.asarray(effort, dtype=float) / self.gain
+
+    def initial(self, c: np.ndarray) -> np.ndarray:
+        """Drive states (n_z,) settled at command c (``z = c``)."""
+        return np.asarray(c, dtype=float)[self.lagged].copy()
+
+    def rates(self, z: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """``ż = (c − z)/T`` (n_z,)."""
+        return (c[self.lagged] - z) / self.lag[self.lagged]
+
+    def efforts(self, z: np.ndarray, c: np.ndarray, rate: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """``(f, m)`` (n_act,): actual port efforts and limited motor efforts at drive states z,
+        commands c and port rates ℓ̇ [rad/s | m/s] (module docstring)."""
+        s = np.array(c, dtype=float)
+        s[self.lagged] = z
+        m = self.gain * s
+        rate = np.nan_to_num(np.asarray(rate, dtype=float))
+        motoring = m * rate > 0.0
+        with np.errstate(invalid="ignore"):  # inf · 0 for drives without a limit
+            line = np.where(np.isfinite(self.no_load_speed),
+                            self.stall * np.maximum(0.0, 1.0 - np.abs(rate) / self.no_load_speed),
+                            self.stall)
+        limit = np.where(motoring, line, self.stall)
+        m = np.clip(m, -limit, limit)
+        f = np.where(m * rate >= 0.0, self.efficiency * m, m / self.efficiency)
+        return f, m
