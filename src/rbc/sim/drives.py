@@ -92,3 +92,38 @@ class Drives:
         m = np.clip(m, -limit, limit)
         f = np.where(m * rate >= 0.0, self.efficiency * m, m / self.efficiency)
         return f, m
+
+
+class SteppedDrives:
+    """Drive states advanced at a fixed physics step h, for engines stepped one step at a
+    time (MuJoCo): per step the efforts are evaluated at the step's start (state z, port
+    rates), held over the step, and z is updated by the exact response to the held command,
+    ``z ← c + (z − c) e^{−h/T}``; the loss of the step is ``(m − f)·Δℓ``.
+
+    Attributes:
+        work_losses: the drive losses so far [J].
+    """
+
+    def __init__(self, drives: Drives, h: float) -> None:
+        self.drives = drives
+        self.decay = np.exp(-h / drives.lag[drives.lagged])
+        self.z: np.ndarray | None = None
+        self.c = np.zeros(drives.lag.size)
+        self.work_losses = 0.0
+
+    def hold(self, effort: np.ndarray) -> None:
+        """Hold the controller's effort commands (the first settles the drive states)."""
+        self.c = self.drives.command(effort)
+        if self.z is None:
+            self.z = self.drives.initial(self.c)
+
+    def efforts(self, rate: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(f, m)`` at the current drive states and port rates ℓ̇ (n_act,)."""
+        z = self.drives.initial(self.c) if self.z is None else self.z
+        return self.drives.efforts(z, self.c, rate)
+
+    def step(self, m: np.ndarray, f: np.ndarray, dl: np.ndarray) -> None:
+        """Book the loss of a step with port displacement increments dl and advance z."""
+        self.work_losses += float((m - f) @ np.nan_to_num(dl))
+        c = self.c[self.drives.lagged]
+        self.z = c + (self.z - c) * self.decay

@@ -14,6 +14,11 @@ the record's body frames); loop gaps as the world distance between the two sites
 equality constraint (``site_xpos``), named by the equality; kinetic energy ``½ q̇ᵀ M q̇``
 (``mj_mulM``, armature included) and gravitational potential ``−Σ m_b g·x_com,b``.
 Passive work integrates ``qfrc_passive · q̇`` per step.
+
+**Drives** (record ``drive`` data, :class:`rbc.sim.drives.SteppedDrives`): each physics
+step applies the actual efforts from the drive states and port rates at its start (clamped
+to the motors' ctrlrange, as MuJoCo would), books ``f·Δℓ`` and the loss ``(m − f)·Δℓ``, and
+advances the drive states by the exact response to the held command.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ import numpy as np
 from rbc.backends.mjcf_export import check_loads, export_mjcf
 from rbc.errors import CompileError
 from rbc.ir import spatial as sp
-from rbc.sim.backends import Backend, BackendError, Measurement, refuse_drives
+from rbc.sim.backends import Backend, BackendError, Measurement
+from rbc.sim.drives import Drives, SteppedDrives
 
 
 class MujocoBackend(Backend):
@@ -37,9 +43,7 @@ class MujocoBackend(Backend):
     @classmethod
     def check(cls, plant, part) -> None:
         """The model must export (no helical joints, ports on tree joints, …) and MuJoCo must
-        load the export (e.g. MuJoCo's XML parser limits how deep bodies may nest); no drive
-        dynamics (:func:`rbc.sim.backends.refuse_drives`)."""
-        refuse_drives(cls.name, plant)
+        load the export (e.g. MuJoCo's XML parser limits how deep bodies may nest)."""
         try:
             check_loads(export_mjcf(plant, part).to_string(), str(plant.record.source))
         except CompileError as err:
@@ -75,9 +79,17 @@ class MujocoBackend(Backend):
         self.gap_names = tuple(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_EQUALITY, i)
                                for i in loops)
         self.gravity = np.array(m.opt.gravity)
+        drives = Drives.of(plant.record)
+        self.drive = None if drives is None else SteppedDrives(drives, dt)
+        # MuJoCo clamps ctrl to ctrlrange: the drives' actual efforts are clamped alike
+        self.ctrl_lo = np.where(m.actuator_ctrllimited, m.actuator_ctrlrange[:, 0], -np.inf)
+        self.ctrl_hi = np.where(m.actuator_ctrllimited, m.actuator_ctrlrange[:, 1], np.inf)
         mujoco.mj_forward(m, d)
 
     def advance(self, f: np.ndarray, steps: int) -> None:
+        if self.drive is not None:
+            self._advance_driven(f, steps)
+            return
         m, d = self.m, self.d
         d.ctrl[:] = f
         ell0 = self._lengths()
@@ -88,6 +100,33 @@ class MujocoBackend(Backend):
             self.work_passive += float(d.qfrc_passive @ d.qvel) * self.dt
             ell0 = ell1
         self.steps += steps
+
+    def _advance_driven(self, f: np.ndarray, steps: int) -> None:
+        """Steps with drive dynamics (:class:`rbc.sim.drives.SteppedDrives`): each step's
+        actual efforts from the drive states and port rates at its start."""
+        m, d, drive = self.m, self.d, self.drive
+        drive.hold(f)
+        ell0 = self._lengths()
+        for _ in range(steps):
+            fa, mm = drive.efforts(self._rates())
+            fa = np.clip(fa, self.ctrl_lo, self.ctrl_hi)
+            d.ctrl[:] = fa
+            mujoco.mj_step(m, d)
+            ell1 = self._lengths()
+            self.work_actuators += float(fa @ (ell1 - ell0))
+            self.work_passive += float(d.qfrc_passive @ d.qvel) * self.dt
+            drive.step(mm, fa, ell1 - ell0)
+            ell0 = ell1
+        self.work_drive_losses = drive.work_losses
+        self.steps += steps
+
+    def _rates(self) -> np.ndarray:
+        """Port rates ℓ̇ (n_act,) at the current state."""
+        if not self.spatial:
+            return self.Pv @ self.d.qvel
+        mujoco.mj_fwdPosition(self.m, self.d)
+        mujoco.mj_fwdVelocity(self.m, self.d)
+        return self.d.actuator_velocity.copy()
 
     def _lengths(self) -> np.ndarray:
         """Port displacements ℓ (n_act,) at the current qpos (a spatial tendon's length
@@ -109,8 +148,11 @@ class MujocoBackend(Backend):
                               - d.site_xpos[self.eq_sites[:, 1]], axis=1)
         ell, rate = ((d.actuator_length.copy(), d.actuator_velocity.copy()) if self.spatial
                      else (self.Pq @ d.qpos, self.Pv @ d.qvel))
+        efforts = None
+        if self.drive is not None:
+            efforts = np.clip(self.drive.efforts(rate)[0], self.ctrl_lo, self.ctrl_hi)
         return Measurement(ell, rate, tasks, gaps,
-                           kin, pot, d.qpos.copy(), d.qvel.copy())
+                           kin, pot, d.qpos.copy(), d.qvel.copy(), efforts)
 
 
 def _qvel(plant, exp, m, q0: np.ndarray, v0: np.ndarray) -> np.ndarray:
