@@ -13,8 +13,13 @@ The drive loss ``P_loss = (m − f) ℓ̇ ≥ 0`` in both cases; the drives draw
 ``f ℓ̇ + P_loss``. The mechanism's energy ledger holds with the actual efforts f; the drive
 losses are a separate term.
 
-The efficiency makes f discontinuous where ℓ̇ changes sign (the model, not an artefact):
-an error-controlled integrator shortens its steps there.
+The efficiency makes f discontinuous where ``m ℓ̇`` changes sign. The plants therefore hold
+the power quadrant over each control period (reduced backend) or physics step (MuJoCo),
+decided from the state at its start — a sampled drive, as a digital drive controller is —
+so the reduced backend's adaptive integrator sees a continuous right-hand side (with the
+sign decided at every stage, Stewart with η = 0.9 ran over 10× slower). Where the sign
+flips inside a period, the loss of that period may be slightly negative; the energy ledger
+is unaffected (it uses the efforts applied).
 """
 
 from __future__ import annotations
@@ -75,10 +80,13 @@ class Drives:
         """``ż = (c − z)/T`` (n_z,)."""
         return (c[self.lagged] - z) / self.lag[self.lagged]
 
-    def efforts(self, z: np.ndarray, c: np.ndarray, rate: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray]:
+    def efforts(self, z: np.ndarray, c: np.ndarray, rate: np.ndarray,
+                delivering: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(f, m)`` (n_act,): actual port efforts and limited motor efforts at drive states z,
-        commands c and port rates ℓ̇ [rad/s | m/s] (module docstring)."""
+        commands c and port rates ℓ̇ [rad/s | m/s] (module docstring). ``delivering``
+        (n_act,) bool fixes the efficiency's power quadrant (True: ``f = η m``) instead of
+        the sign of ``m ℓ̇`` — a plant holds it over a control period (:meth:`quadrant`), so
+        the right-hand side an adaptive integrator sees is continuous within the period."""
         s = np.array(c, dtype=float)
         s[self.lagged] = z
         m = self.gain * s
@@ -90,8 +98,15 @@ class Drives:
                             self.stall)
         limit = np.where(motoring, line, self.stall)
         m = np.clip(m, -limit, limit)
-        f = np.where(m * rate >= 0.0, self.efficiency * m, m / self.efficiency)
+        if delivering is None:
+            delivering = m * rate >= 0.0
+        f = np.where(delivering, self.efficiency * m, m / self.efficiency)
         return f, m
+
+    def quadrant(self, z: np.ndarray, c: np.ndarray, rate: np.ndarray) -> np.ndarray:
+        """(n_act,) bool: the drive delivers power (``m ℓ̇ ≥ 0``) at this state."""
+        f, m = self.efforts(z, c, rate)
+        return m * np.nan_to_num(np.asarray(rate, dtype=float)) >= 0.0
 
 
 class SteppedDrives:

@@ -155,6 +155,7 @@ class ReducedBackend(Backend):
         self._works = 2 if self.drives is None else 3  # W_act, W_passive[, W_loss]
         self._c = np.zeros(len(plant.record.actuators))  # the held drive commands
         self._settled = False  # drive states start settled at the first command
+        self._delivering: np.ndarray | None = None  # the drives' power quadrant (held)
         self._adopt(part, np.asarray(q0, dtype=float), np.asarray(v0, dtype=float))
 
     @classmethod
@@ -283,7 +284,7 @@ class ReducedBackend(Backend):
         else:
             c = self.drives.command(f)
             rate = J @ (self.close.lifted.E @ y[n: 2 * n])
-            fa, m = self.drives.efforts(z, c, rate)
+            fa, m = self.drives.efforts(z, c, rate, self._delivering)
             zdot, p_loss = self.drives.rates(z, c), [float((m - fa) @ rate)]
         t = reduced_terms(self.dm, self.data, self.part, q, y[n: 2 * n], fa,
                           lifted=self.close.lifted)
@@ -306,7 +307,14 @@ class ReducedBackend(Backend):
         if self.drives is not None and not self._settled:
             self.y[2 * self.n: 2 * self.n + self.n_z] = self.drives.initial(
                 self.drives.command(f))
-            self._settled, self._k1 = True, None
+            self._settled = True
+        if self.drives is not None:  # the power quadrant, held over the control period
+            v = self.close.lifted.E @ self.u
+            z = self.y[2 * self.n: 2 * self.n + self.n_z]
+            quadrant = self.drives.quadrant(z, self.drives.command(f),
+                                            port_jacobian(self.plant, self.q) @ v)
+            if self._delivering is None or not np.array_equal(quadrant, self._delivering):
+                self._delivering, self._k1 = quadrant, None
         self._c = f
         t_end = self.time + steps * self.dt
         if self.integrator == "rk4":
@@ -475,7 +483,8 @@ class ReducedBackend(Backend):
         efforts = None
         if self.drives is not None:  # the actual efforts of the drives at this state
             efforts = self.drives.efforts(self.y[2 * self.n: 2 * self.n + self.n_z],
-                                          self.drives.command(self._c), J @ v)[0]
+                                          self.drives.command(self._c), J @ v,
+                                          self._delivering)[0]
         return Measurement(ell, J @ v,
                            self.probe.task_positions(qp), gaps, kin, pot, self.q.copy(), v,
                            efforts)
