@@ -107,6 +107,23 @@ def test_efficiency_loss_while_motoring(tmp_path, backend):
     assert b.work_drive_losses == pytest.approx((1 / 0.8 - 1) * b.work_actuators, rel=1e-8)
 
 
+def test_drive_runs_go_to_the_reference_evaluator(tmp_path):
+    """The kernel stage has no drive states: the run says so instead of dropping them."""
+    kin = fourbar(tmp_path, "{lag: 0.01}")
+    part = kin.partitions["default"]
+    b = ReducedBackend(kin, part, part.q_ref, np.zeros(kin.nv), 1e-3)
+    assert b.kernel is None and "drive states" in b.evaluator_note
+    plain = CompiledModel.from_bundle(compile_bundle_plain(tmp_path))
+    b = ReducedBackend(plain, plain.partitions["default"], plain.partitions["default"].q_ref,
+                       np.zeros(plain.nv), 1e-3)
+    assert b.evaluator_note is None or "drive" not in b.evaluator_note
+
+
+def compile_bundle_plain(tmp: Path) -> Path:
+    compile_to_file(RECORDS / "fourbar.yaml", tmp / "fourbar.h5")
+    return tmp / "fourbar.h5"
+
+
 def test_pinocchio_refuses_drive_dynamics(tmp_path):
     kin = fourbar(tmp_path, "{lag: 0.002}")
     with pytest.raises(BackendError, match="does not integrate drive dynamics"):
