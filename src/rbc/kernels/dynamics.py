@@ -53,34 +53,56 @@ from rbc.kernels.layout import (
     S_NV,
     S_NV_TREE,
 )
-from rbc.kernels.se3 import TR, adjoint_matrix, force_cross, inverse
+from rbc.kernels.se3 import TR, force_cross
 
 
 @njit(cache=True)
 def world_inertias(I, IO, F, FO, Tw, Iw):
     """``I^w_x`` (n_bodies, 6, 6) out: every body's spatial inertia in world coordinates
-    (Tw the world poses of :func:`rbc.kernels.kinematics.poses`)."""
+    (Tw the world poses of :func:`rbc.kernels.kinematics.poses`).
+
+    ``Ad(T_x_w)ᵀ I_x Ad(T_x_w)`` in 3 × 3 blocks: with the body's inertia at its origin
+    ``[[A, ĥ], [ĥᵀ, m 1]]`` (``h = m c``, body axes) and ``T_w_x = (R, p)``, ``h' = R h``:
+    ``[[R A Rᵀ + m p̂p̂ᵀ + p̂ĥ'ᵀ + ĥ'p̂ᵀ, m p̂ + ĥ'], [(m p̂ + ĥ')ᵀ, m 1]]`` (Featherstone
+    2008, §2.13, the parallel-axis shift from the body origin to the world origin).
+    """
     nb = iseg(I, IO, I_SIZES)[S_NB]
     ob = FO[F_B_INERTIA]
-    T = np.empty(TR)
-    X = np.empty((6, 6))
-    Y = np.empty((6, 6))
+    RA = np.empty((3, 3))
     for x in range(nb):
-        inverse(Tw, TR * x, T, 0)
-        adjoint_matrix(T, 0, X)  # Ad(T_x_w)
-        o = ob + 36 * x
-        for r in range(6):  # Y = Ib X
-            for c in range(6):
-                s = 0.0
-                for k in range(6):
-                    s += F[o + 6 * r + k] * X[k, c]
-                Y[r, c] = s
-        for r in range(6):  # Iw = Xᵀ Y
-            for c in range(6):
-                s = 0.0
-                for k in range(6):
-                    s += X[k, r] * Y[k, c]
-                Iw[x, r, c] = s
+        o, t = ob + 36 * x, TR * x
+        m = F[o + 21]  # [3, 3]
+        # h = m c from the off-diagonal block ĥ = [[0, −h2, h1], [h2, 0, −h0], [−h1, h0, 0]]
+        h0, h1, h2 = F[o + 6 * 2 + 4], F[o + 6 * 0 + 5], F[o + 6 * 1 + 3]
+        for i in range(3):  # RA = R A
+            for j in range(3):
+                RA[i, j] = (Tw[t + 3 * i] * F[o + j] + Tw[t + 3 * i + 1] * F[o + 6 + j]
+                            + Tw[t + 3 * i + 2] * F[o + 12 + j])
+        g0 = Tw[t] * h0 + Tw[t + 1] * h1 + Tw[t + 2] * h2  # h' = R h
+        g1 = Tw[t + 3] * h0 + Tw[t + 4] * h1 + Tw[t + 5] * h2
+        g2 = Tw[t + 6] * h0 + Tw[t + 7] * h1 + Tw[t + 8] * h2
+        p0, p1, p2 = Tw[t + 9], Tw[t + 10], Tw[t + 11]
+        # p̂p̂ᵀ = |p|² 1 − p pᵀ;  p̂ĥ'ᵀ + ĥ'p̂ᵀ = 2 (p·h') 1 − p h'ᵀ − h' pᵀ
+        pp, ph = p0 * p0 + p1 * p1 + p2 * p2, p0 * g0 + p1 * g1 + p2 * g2
+        pv = (p0, p1, p2)
+        gv = (g0, g1, g2)
+        for i in range(3):
+            for j in range(3):
+                s = (RA[i, 0] * Tw[t + 3 * j] + RA[i, 1] * Tw[t + 3 * j + 1]
+                     + RA[i, 2] * Tw[t + 3 * j + 2])
+                s += -m * pv[i] * pv[j] - pv[i] * gv[j] - gv[i] * pv[j]
+                if i == j:
+                    s += m * pp + 2.0 * ph
+                Iw[x, i, j] = s
+                Iw[x, 3 + i, 3 + j] = m if i == j else 0.0
+        # top-right m p̂ + ĥ' (skew of k = m p + h'), bottom-left its transpose
+        k0, k1, k2 = m * p0 + g0, m * p1 + g1, m * p2 + g2
+        Iw[x, 0, 3], Iw[x, 0, 4], Iw[x, 0, 5] = 0.0, -k2, k1
+        Iw[x, 1, 3], Iw[x, 1, 4], Iw[x, 1, 5] = k2, 0.0, -k0
+        Iw[x, 2, 3], Iw[x, 2, 4], Iw[x, 2, 5] = -k1, k0, 0.0
+        for i in range(3):
+            for j in range(3):
+                Iw[x, 3 + i, j] = Iw[x, j, 3 + i]
 
 
 @njit(cache=True, inline="always")

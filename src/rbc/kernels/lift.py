@@ -111,7 +111,7 @@ def _lu_solve_many(A, piv, B):
 
 @njit(cache=True, inline="always")
 def _lu_solve(A, piv, b):
-    """Solve with the factors of :func:`_lu`, in place on b (n,)."""
+    """Solve with the factors of :func:`_lu`, in place on b (n,), skipping their zeros."""
     n = A.shape[0]
     for k in range(n):
         p = piv[k]
@@ -120,12 +120,16 @@ def _lu_solve(A, piv, b):
     for i in range(n):
         s = b[i]
         for j in range(i):
-            s -= A[i, j] * b[j]
+            a = A[i, j]
+            if a != 0.0:
+                s -= a * b[j]
         b[i] = s
     for i in range(n - 1, -1, -1):
         s = b[i]
         for j in range(i + 1, n):
-            s -= A[i, j] * b[j]
+            a = A[i, j]
+            if a != 0.0:
+                s -= a * b[j]
         b[i] = s / A[i, i]
 
 
