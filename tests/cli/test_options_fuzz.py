@@ -241,7 +241,9 @@ def _named(argv: list[str], cwd: Path) -> tuple[list[Path], dict[Path, int]]:
     out, count = [], {}
     for a in argv:
         for part in {a, a.partition("=")[2]}:
-            if part:
+            # a value with a lone surrogate cannot name a file (the OS cannot encode it, and
+            # os.path.realpath raises UnicodeEncodeError): it is not a path the command names
+            if part and not any(0xD800 <= ord(c) <= 0xDFFF for c in part):
                 p = Path(os.path.abspath(cwd / part))
                 out.append(p)
                 real = Path(os.path.realpath(p))
