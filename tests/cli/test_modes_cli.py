@@ -106,16 +106,69 @@ def test_go2_verify_all_modes_with_dynamics(go2_h5: Path, tmp_path: Path, capsys
         assert by[(m, "curvature.without_term")]["value"] >= 1e-2
 
 
-def test_go2_record_is_the_import_plus_overlay(tmp_path: Path, capsys, monkeypatch) -> None:
-    """records/go2.yaml is exactly `rbc import mjcf go2.xml --overlay records/overlays/go2.yaml`
+@pytest.mark.parametrize(("name", "xml"), [("go2", "unitree_go2/go2.xml"),
+                                         ("kangaroo", "pal_kangaroo/kangaroo.xml"),
+                                         ("cassie", "agility_cassie/cassie.xml")])
+def test_record_is_the_import_plus_overlay(tmp_path: Path, capsys, monkeypatch, name: str,
+                                           xml: str) -> None:
+    """records/NAME.yaml is exactly `rbc import mjcf XML --overlay records/overlays/NAME.yaml`
     (run from the repository root, so the header's source path matches)."""
     monkeypatch.chdir(RECORDS.parent)
-    out = tmp_path / "go2.yaml"
-    code, _, err = run(capsys, "import", "mjcf", str((EXTERNAL / "unitree_go2/go2.xml")
-                                                    .relative_to(RECORDS.parent)),
-                       "--overlay", "records/overlays/go2.yaml", "-o", str(out))
+    out = tmp_path / f"{name}.yaml"
+    code, _, err = run(capsys, "import", "mjcf", str((EXTERNAL / xml).relative_to(RECORDS.parent)),
+                       "--overlay", f"records/overlays/{name}.yaml", "-o", str(out))
     assert code == 0, err
-    assert out.read_text() == GO2.read_text()
+    assert out.read_text() == (RECORDS / f"{name}.yaml").read_text()
+
+
+def test_kangaroo_like_modes_compile_and_verify(tmp_path: Path, capsys) -> None:
+    """The Kangaroo-like biped (12 added leg actuators, two soles): floating, single and
+    double support compile (named: the arms and pelvis are unactuated, so `--modes all`
+    keeps only `free`) and pass the whole catalogue per mode."""
+    out = tmp_path / "k.h5"
+    code, _, err = run(capsys, "compile", str(RECORDS / "kangaroo.yaml"), "-o", str(out),
+                       "--modes", "all", "--mode", "left_stance=left_sole",
+                       "--mode", "double=left_sole,right_sole")
+    assert code == 0, err
+    s = json.loads(run(capsys, "inspect", str(out), "--json")[1])
+    counts = {m["name"]: (m["closure_rank"], m["speeds"], m["actuation_rank"])
+              for m in s["modes"]}
+    # 6 base + 2 pelvis + 8 arm + 12 leg speeds; two knee loops of rank 2; a sole holds 6
+    assert counts == {"free": (4, 28, 12), "left_stance": (10, 22, 12), "double": (16, 16, 6)}
+    report = tmp_path / "k.json"
+    code, text, err = run(capsys, "verify", str(out), "--mode", "all", "--samples", "6",
+                          "--dynamics", "--dynamics-samples", "3", "--json", str(report))
+    assert code == 0, text + err
+    assert {c["mode"] for c in json.loads(report.read_text())["checks"]} == set(counts)
+
+
+def test_cassie_soles(tmp_path: Path, capsys) -> None:
+    """Cassie with its soles: double support leaves 10 independent speeds (its legs have 5
+    drives each, so the pelvis is dependent: one module); one sole is left out."""
+    out = tmp_path / "c.h5"
+    assert run(capsys, "compile", str(RECORDS / "cassie.yaml"), "-o", str(out), "--modes",
+               "all")[0] == 0
+    s = json.loads(run(capsys, "inspect", str(out), "--json")[1])
+    counts = {m["name"]: (m["closure_rank"], m["speeds"], m["modules"]) for m in s["modes"]}
+    assert counts == {"free": (10, 22, 4), "left_sole+right_sole": (22, 10, 1)}
+    assert [n.split(":")[0] for n in s["mode_notes"]] == ["left_sole", "right_sole"]
+
+
+def test_local_edit_and_corrector_benches(go2_h5: Path, capsys) -> None:
+    """Moving one foot target re-solves only that leg's module (same result as the global
+    Newton, the other legs untouched); the corrector bench runs on a mode."""
+    code, text, _ = run(capsys, "bench", "local-edit", str(go2_h5), "--mode", "FL+FR+RL+RR",
+                        "--repeats", "5", "--json")
+    assert code == 0
+    cases = json.loads(text)["cases"]
+    for k, c in (("one", 1), ("two", 2)):
+        assert cases[k]["modules_solved"] == c and cases[k]["modules"] == 4
+        assert cases[k]["untouched_changed"] == 0 and cases[k]["max_difference"] < 1e-12
+    code, text, _ = run(capsys, "bench", "corrector", str(go2_h5), "--mode", "FL+FR+RL",
+                        "--steps", "3", "--json")
+    assert code == 0 and json.loads(text)["methods"]["analytic"]["evals_median"] > 0
+    code, _, err = run(capsys, "bench", "local-edit", str(go2_h5), "--mode", "free")
+    assert code == 2 and "two or more supports" in err
 
 
 @pytest.mark.parametrize(("text", "message"), [

@@ -10,21 +10,25 @@ import numpy as np
 import pytest
 
 from rbc.compiler import compile_record, compile_to_file
-from rbc.errors import UsageError
+from rbc.errors import CompileError, UsageError
 from rbc.model.augmented import augmented_geometry
 from rbc.model.compiled import CompiledModel
 from rbc.model.dynamics import DynamicsData, DynamicsModel
 from rbc.model.kinematics import closure_geometry, residual
 from rbc.model.modes import (
     FREE,
+    _tiers,
     analyse_mode,
     anchors_array,
     enumerate_modes,
+    extend_configuration,
+    mode_model,
     model_for,
     parse_mode_request,
+    reference_q,
     support_poses,
 )
-from rbc.model.partition import lift
+from rbc.model.partition import lift, partition_at
 from rbc.verify.kinematics import jacobian_fd
 from tests.conftest import RECORDS
 
@@ -154,6 +158,30 @@ def test_root_becomes_dependent_when_no_leg_can_absorb_the_support(tmp_path: Pat
     both = analyse_mode(box, "both", ("pad", "tip"))  # 9 rows, rank 6 on the tree speeds
     assert (both.tree_rank, both.partition.independent.size, both.root_inputs) == (6, 0, False)
     assert len(model_for(box, both).modules) == 1
+
+
+def test_legs_needing_different_root_coordinates_form_one_module() -> None:
+    """Cassie on both soles: each leg (5 drives, 16 dependent coordinates for 17 rows) needs
+    one root coordinate. With the root an input, the first leg takes one and the second
+    another (partition_at never gives one coordinate to two modules): each module's own
+    block is regular, but each reads the other's, and the dependent block was singular
+    (cond 1e17, rank E 1). Such a cycle is refused, so the supports fall back to one module
+    with the root as a candidate, and the lift is a null-space basis of the closure rows."""
+    stage = compile_record(RECORDS / "cassie.yaml")[1].stages["rank"]
+    model = replace(stage.model, partitions={p.name: p for p in stage.partitions})
+    names = ("left_sole", "right_sole")
+    mode = mode_model(model, names, root_inputs=True)
+    q = extend_configuration(model, mode, reference_q(model))
+    with pytest.raises(CompileError, match="cycle"):
+        partition_at(mode, q, preferred=_tiers(mode)[0], last=_tiers(mode)[1])
+    info = analyse_mode(model, "double", names)
+    assert not info.root_inputs and info.partition.independent.size == 10
+    mm = model_for(model, info)
+    assert len(mm.modules) == 1
+    L = lift(mm, info.partition, info.partition.q_ref)
+    # C E = 0 to round-off of a well-conditioned solve (cond R_p ≈ 4e3 here)
+    assert np.abs(L.C @ L.E).max() < 1e-12 and np.linalg.matrix_rank(L.E) == 10
+    assert info.actuation_rank == 8  # invariant of the partition: rank(J_ℓ E) on null(C)
 
 
 def test_requests_and_names(tmp_path: Path) -> None:

@@ -97,9 +97,18 @@ Mapping (sources: MuJoCo XML reference, https://mujoco.readthedocs.io/en/stable/
   links between heavy bodies (a 6 g rod of a leg) otherwise let loops open under load
   (digit_like, passive under gravity, 1000 steps: 5.5e-4 m with (0.99, 0.999), 6.2e-5 m).
 * **Keyframe** ``assembled``: qpos = the partition's ``q_ref`` in MuJoCo order.
-* **Geometry**: supports → boxes (``half_extents``, 1 mm thick) that collide; record
-  geometry → geoms in group 1 with ``contype = conaffinity = 0`` (closed chains overlap at
-  their joints); meshes are skipped.
+* **Geometry**: record geometry → geoms in group 1 with ``contype = conaffinity = 0``
+  (closed chains overlap at their joints); meshes are skipped.
+* **Supports and floor** (docs/supports.md, "Plants"): one contact geom per support: a
+  point → a sphere of its ``radius`` (:data:`POINT_CONTACT_RADIUS` if 0) centred on the
+  support point, a surface → a box of its ``half_extents`` and 1 mm thickness under the sole
+  plane. Support geoms collide with the floor only (``contype 1, conaffinity 0`` against
+  the floor's ``0, 1``), carry ``priority 1`` so their friction ``μ`` (sliding;
+  torsional/rolling at MuJoCo's defaults) is the pair's, ``condim 3``, and the support's
+  ``solref`` or :data:`CONTACT_SOLREF`; ``solimp`` :data:`CONTACT_SOLIMP`. With a ``floor``
+  height (by default when the record has a floating body and supports: the lowest contact
+  point of the supports at the keyframe) a ground plane ``floor`` (normal opposite to
+  gravity) and ``<option cone="elliptic" impratio=IMPRATIO>``.
 
 Cost: one pass over bodies, joints and cut joints (no Pinocchio data, whose dense matrices
 grow with the square of the joint count).
@@ -138,6 +147,17 @@ INERTIA_FLOOR_MIN = 1e-12
 #: Share of a cut joint's child inertia given to each of its auxiliary (split) bodies.
 SPLIT_SHARE = 0.5
 SOLIMP = (0.9999, 0.9999, 0.001)
+#: Support contact defaults (module docstring): solref (time constant 5 ms — 5 steps at
+#: 1 kHz, above MuJoCo's 2·timestep floor — critically damped) keeps a 15 kg quadruped's
+#: static penetration at about a millimetre; solimp as MuJoCo's stiff end.
+CONTACT_SOLREF = (0.005, 1.0)
+CONTACT_SOLIMP = (0.99, 0.999, 0.001)
+CONTACT_CONDIM = 3
+#: Ratio of frictional to normal impedance for elliptic cones: > 1 makes sticking stiffer
+#: (MuJoCo XML reference, ``option/impratio``); Menagerie's Go2 uses 100.
+IMPRATIO = 10.0
+#: Sphere radius [m] of a point support with ``radius: 0``.
+POINT_CONTACT_RADIUS = 0.005
 #: Cut-joint types exported as equality constraints between the two bodies themselves;
 #: every other cut type goes through an auxiliary split body (module docstring).
 DIRECT_CUT_TYPES = ("spherical", "fixed", "revolute")
@@ -300,6 +320,8 @@ class MjcfExport:
         dropped: record bodies left out (massless leaf chains replaced by a ``connect``).
         balls: cut joint names exported as one ``connect`` at a concurrency point.
         roots: the free joints of re-rooted bodies (module docstring, "Deep trees").
+        support_geoms: support name → the MuJoCo name of its contact geom.
+        floor: height [m] of the ground plane along −gravity (None: no floor).
     """
 
     tree: etree._ElementTree
@@ -317,6 +339,8 @@ class MjcfExport:
     dropped: frozenset[int] = frozenset()
     balls: tuple[str, ...] = ()
     roots: tuple[MjJoint, ...] = ()
+    support_geoms: dict[str, str] = field(default_factory=dict)
+    floor: float | None = None
 
     def qpos_of(self, model: CompiledModel, q: np.ndarray) -> np.ndarray:
         """MuJoCo qpos (m.nq,) of an rbc configuration q (nq,), joint by joint in
@@ -538,6 +562,7 @@ class _Writer:
     one_dof: dict[int, str] = field(default_factory=dict)  # edge → its MuJoCo hinge/slide
     depth: dict[int, int] = field(default_factory=dict)  # vertex → body nesting (world 0)
     roots: list[MjJoint] = field(default_factory=list)
+    support_geoms: dict[str, str] = field(default_factory=dict)  # support → its geom
 
 
 def direct_cut(model: CompiledModel, k: int) -> bool:
@@ -564,7 +589,8 @@ def _scaled(inertia: pin.Inertia, s: float) -> pin.Inertia:
 
 
 def export_mjcf(model: CompiledModel, partition: Partition,
-                timestep: float = DEFAULT_TIMESTEP) -> MjcfExport:
+                timestep: float = DEFAULT_TIMESTEP, floor: float | str | None = "auto"
+                ) -> MjcfExport:
     """Build the MJCF document of a compiled model (pure; see the module docstring).
 
     Args:
@@ -572,6 +598,9 @@ def export_mjcf(model: CompiledModel, partition: Partition,
         partition: the partition whose ``q_ref`` (assembled) becomes the keyframe and whose
             ``length_scale`` spaces the revolute-cut anchors and scales the inertia floor.
         timestep: ``<option timestep>`` [s]; also sets solref (2·timestep, 1).
+        floor: height [m] of the ground plane along −gravity, None for none, ``"auto"``:
+            the lowest support contact at the keyframe when the record has a floating body
+            and supports (:func:`support_contact_level`), else none.
 
     Returns:
         :class:`MjcfExport`.
@@ -595,13 +624,19 @@ def export_mjcf(model: CompiledModel, partition: Partition,
     root = etree.Element("mujoco", model=rec.name)
     etree.SubElement(root, "compiler", angle="radian", inertiafromgeom="false",
                      autolimits="true", boundmass="0", boundinertia="0")
-    etree.SubElement(root, "option", timestep=fmt(timestep), gravity=vec(rec.gravity))
+    opt = etree.SubElement(root, "option", timestep=fmt(timestep), gravity=vec(rec.gravity))
+    if floor == "auto":
+        floating = any(b.kind == "floating" for b in rec.bodies)
+        floor = (support_contact_level(model, np.asarray(partition.q_ref, dtype=float))
+                 if floating and rec.supports else None)
     dflt = etree.SubElement(etree.SubElement(root, "default"), "equality")
     dflt.set("solref", f"{fmt(2.0 * timestep)} 1")
     dflt.set("solimp", vec(SOLIMP))
     world = etree.SubElement(root, "worldbody")
     w.elements[model.n_bodies] = world
     _tree_bodies(w)
+    if floor is not None:
+        _ground(w, opt, world, np.asarray(rec.gravity, dtype=float), float(floor))
     for v in range(model.n_bodies):
         if v not in w.elements and v not in w.merged and v not in dropped:
             raise CompileError(f"{rec.source}: MJCF export: body '{rec.bodies[v].name}' is "
@@ -619,7 +654,8 @@ def export_mjcf(model: CompiledModel, partition: Partition,
                      np.zeros(0), length, dict(w.body_names), w.merged, dict(w.added),
                      dict(w.inertials), {model.edge_names[k]: a[0] for k, a in w.aux.items()},
                      tuple(w.names.renamed), order, dropped,
-                     tuple(model.edge_names[k] for k in balls), tuple(w.roots))
+                     tuple(model.edge_names[k] for k in balls), tuple(w.roots),
+                     dict(w.support_geoms), None if floor is None else float(floor))
     qv = exp.qpos_of(model, np.asarray(partition.q_ref, dtype=float))
     key = etree.SubElement(etree.SubElement(root, "keyframe"), "key", name="assembled")
     key.set("qpos", vec(qv))
@@ -684,6 +720,7 @@ def _tree_bodies(w: _Writer) -> None:
                     w.jointed.add(down)
                 w.tree_joints += mjs
         _geoms(w, down, el)
+        _support_geoms(w, down, el)
 
 
 def _joint_element(body: etree._Element, mj: MjJoint, j: Joint, nv: int, damping: dict,
@@ -755,7 +792,7 @@ class _RootPoses:
 
 
 def _geoms(w: _Writer, v: int, el: etree._Element) -> None:
-    """Record geometry (visual, group 1, no contacts) and support boxes (contacts) of body v."""
+    """Record geometry of body v (visual, group 1, no contacts)."""
     body = w.model.record.bodies[v]
     for n, g in enumerate(body.geometry):
         params = dict(g.params)
@@ -776,16 +813,69 @@ def _geoms(w: _Writer, v: int, el: etree._Element) -> None:
         else:  # capsule / cylinder with a length along the geometry's z axis
             gel.set("size", f"{fmt(params['radius'])} {fmt(0.5 * params['length'])}")
         _pose_attrs(gel, sp.se3_from_pose(g.pose))
+
+
+def contact_depth(support) -> float:
+    """Distance [m] from a support's frame origin down to its contact geom's lowest point
+    along the support normal (a point: its sphere's radius; a surface: its box thickness)."""
+    if support.kind == "surface":
+        return 2.0 * SUPPORT_HALF_THICKNESS
+    return support.radius or POINT_CONTACT_RADIUS
+
+
+def support_contact_level(model: CompiledModel, q: np.ndarray,
+                          names: tuple[str, ...] | None = None) -> float:
+    """Height [m] (along −gravity) of the lowest contact point of the named supports (all
+    by default) at q: where a floor touches them."""
+    from rbc.model.kinematics import body_poses
+
+    rec = model.record
+    up = -np.asarray(rec.gravity, dtype=float)
+    up = up / np.linalg.norm(up) if np.any(up) else np.array([0.0, 0.0, 1.0])
+    T = body_poses(model, q)
+    index = rec.body_index()
+    levels = [float(up @ (T[index[s.body]] * sp.se3_from_pose(s.pose)).translation)
+              - contact_depth(s) for s in rec.supports if names is None or s.name in names]
+    return min(levels) if levels else 0.0
+
+
+def _support_geoms(w: _Writer, v: int, el: etree._Element) -> None:
+    """The contact geoms of the supports on body v (module docstring, "Supports and
+    floor")."""
     for s in w.model.record.supports:
-        if s.body != body.name:
+        if s.body != w.model.record.bodies[v].name:
             continue
-        hx, hy = (tuple(s.half_extents) + (0.0, 0.0))[:2]
-        gel = etree.SubElement(el, "geom", name=w.names.take("geom", s.name), type="box",
-                               size=vec([hx, hy, SUPPORT_HALF_THICKNESS]), mass="0")
-        # the box top face is the support plane: shift it down by its half thickness
-        T = sp.se3_from_pose(s.pose) * pin.SE3(np.eye(3), np.array(
-            [0.0, 0.0, -SUPPORT_HALF_THICKNESS]))
+        w.support_geoms[s.name] = w.names.take("geom", s.name)
+        common = {"name": w.support_geoms[s.name], "mass": "0", "contype": "1",
+                  "conaffinity": "0", "priority": "1", "condim": str(CONTACT_CONDIM),
+                  "friction": f"{fmt(s.friction)} 0.005 0.0001",
+                  "solref": vec(s.solref or CONTACT_SOLREF), "solimp": vec(CONTACT_SOLIMP)}
+        T = sp.se3_from_pose(s.pose)
+        if s.kind == "point":
+            gel = etree.SubElement(el, "geom", type="sphere", size=fmt(contact_depth(s)),
+                                   **common)
+        else:  # the box's top face is the sole plane
+            gel = etree.SubElement(el, "geom", type="box", size=vec(
+                [*s.half_extents, SUPPORT_HALF_THICKNESS]), **common)
+            T = T * pin.SE3(np.eye(3), np.array([0.0, 0.0, -SUPPORT_HALF_THICKNESS]))
         _pose_attrs(gel, T)
+
+
+def _ground(w: _Writer, opt: etree._Element, world: etree._Element, gravity: np.ndarray,
+            height: float) -> None:
+    """The ground plane at ``height`` along −gravity, and elliptic friction cones."""
+    opt.set("cone", "elliptic")
+    opt.set("impratio", fmt(IMPRATIO))
+    up = -gravity / np.linalg.norm(gravity) if np.any(gravity) else np.array([0.0, 0.0, 1.0])
+    axis = np.cross([0.0, 0.0, 1.0], up)
+    angle = float(np.arctan2(np.linalg.norm(axis), up[2]))
+    R = pin.exp3(axis / np.linalg.norm(axis) * angle) if np.linalg.norm(axis) > 0 else (
+        np.eye(3) if up[2] > 0 else np.diag([1.0, -1.0, -1.0]))
+    gel = etree.Element("geom", name=w.names.take("geom", "floor"), type="plane",
+                        size="0 0 1", contype="0", conaffinity="1",
+                        condim=str(CONTACT_CONDIM))
+    _pose_attrs(gel, pin.SE3(R, height * up))
+    world.insert(0, gel)
 
 
 def _site(w: _Writer, parent: etree._Element, name: str, T: pin.SE3) -> str:

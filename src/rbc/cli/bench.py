@@ -113,6 +113,9 @@ def bench_corrector_command(
     steps: Annotated[int, typer.Option(min=1, max=10_000_000,
                                        help="Motion steps (h = 1 ms).")] = 200,
     partition: Annotated[str | None, typer.Option(help="Stored partition.")] = None,
+    mode: Annotated[str | None, typer.Option(
+        "--mode", help="A stored support mode instead of a partition (its model: the "
+        "supports as closures to the world; docs/supports.md).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Fresh residual/Jacobian evaluations per motion step: analytic vs FD correctors."""
@@ -121,7 +124,10 @@ def bench_corrector_command(
     from rbc.model.solve import get_partition
 
     model = CompiledModel.from_bundle(bundle)
-    part = get_partition(model, partition)
+    if mode is not None:
+        model, part = _mode_model(model, mode, partition)
+    else:
+        part = get_partition(model, partition)
     with progress_bar() as bar:
         task = bar.add_task("motion steps", total=steps)
         res = bench_corrector(model, part, steps, progress=lambda n: bar.advance(task, n))
@@ -139,6 +145,58 @@ def bench_corrector_command(
     u = res["update"]
     Console().print(f"update: per module {u['module']:.3f} s, one global Newton "
                     f"{u['global']:.3f} s (ratio {u['ratio']:.2f})")
+
+
+def _mode_model(model, mode: str, partition: str | None):
+    """The model and partition of a stored support mode (``--mode``)."""
+    from rbc.errors import UsageError
+    from rbc.model.modes import model_for
+    from rbc.verify.modes import select_modes
+
+    if partition is not None:
+        raise UsageError("--mode and --partition exclude each other (a mode has its own "
+                         "partition)")
+    if mode == "all":
+        raise UsageError("--mode: name one stored mode")
+    info = model.modes[select_modes(model, mode)[0]]
+    return model_for(model, info), info.partition
+
+
+@bench_app.command("local-edit")
+def bench_local_edit_command(
+    bundle: Annotated[Path, typer.Argument(help="Bundle with support modes.")],
+    mode: Annotated[str, typer.Option("--mode", help="A stored support mode with two or more "
+                                      "supports in separate modules.")],
+    repeats: Annotated[int, typer.Option(min=1, help="Edits per case.")] = 50,
+    seed: Annotated[int, typer.Option(help="Seed of the edits.")] = 20260927,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Move one or two support targets: module-local against global update time."""
+    from rbc.bench.local_edit import bench_local_edits
+    from rbc.errors import UsageError
+    from rbc.model.compiled import CompiledModel
+    from rbc.verify.modes import select_modes
+
+    model = CompiledModel.from_bundle(bundle)
+    info = model.modes[select_modes(model, mode)[0]]
+    try:
+        r = bench_local_edits(model, info, repeats, seed)
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+    if as_json:
+        typer.echo(json.dumps({"bundle": str(bundle), **r}, indent=2))
+        return
+    t = Table(title=f"{r['mode']}: support targets moved by {1e3 * r['edit']:g} mm, base held "
+              f"({r['repeats']} edits per case; peer: one global Newton)", title_justify="left")
+    for col in ("edit", "modules solved", "local median [ms]", "global median [ms]",
+                "local below global", "max |q_local − q_global|", "other coordinates moved"):
+        t.add_column(escape(col), justify="right")
+    for case, c in r["cases"].items():
+        t.add_row(f"{case} support{'s' if case == 'two' else ''}",
+                  f"{c['modules_solved']} of {c['modules']}", f"{1e3 * c['local_median']:.3f}",
+                  f"{1e3 * c['global_median']:.3f}", f"{100 * c['reduction']:.1f} %",
+                  f"{c['max_difference']:.1e}", str(c["untouched_changed"]))
+    Console().print(t)
 
 
 @bench_app.command("dynamics")

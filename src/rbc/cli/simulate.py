@@ -193,5 +193,18 @@ def simulate_command(
         con.print(f"  t = {e['time']:.6g} s: {what}: independent {', '.join(e['old'])} → "
                   f"{', '.join(e['new'])} (cond R_p {e['cond_before']:.3g} → "
                   f"{e['cond_after']:.3g})")
+    sm = s.get("support_modes")
+    if sm:
+        con.print(f"  base position RMS {1e3 * sm['base_position_rms']:.4g} mm (max "
+                  f"{1e3 * sm['base_position_max_error']:.4g} mm); {len(sm['switches'])} mode "
+                  "switches" + (f", impact losses {sm['impact_losses']:.3g} J"
+                                if sm["impact_losses"] is not None else ""))
+        for name, x in sm["supports"].items():
+            fn = x["min_normal_force"]
+            con.print(f"  support {name}: active {100 * x['active_fraction']:.0f} %, max slip "
+                      f"{1e3 * x['max_slip']:.3g} mm, min normal force "
+                      + (f"{fn:.3g} N" if fn is not None else "-")
+                      + (f", max |f_t|/f_n {x['max_friction_ratio']:.3g} (μ {x['friction']:g})"
+                         if x["max_friction_ratio"] is not None else ""))
     if out is not None:
         con.print(f"  outputs in {out}")

@@ -337,3 +337,27 @@ def parse_mode_request(text: str) -> tuple[str, tuple[str, ...]]:
     if not sep or not name.strip() or (not names and name.strip() != FREE):
         raise UsageError(f"--mode '{text}': expected NAME=support1,support2,…")
     return name.strip(), names
+
+
+def base_sizes(mode: CompiledModel) -> tuple[int, int]:
+    """``(nq, nv)`` of the base model inside a mode model (its coordinates come first)."""
+    if not mode.supports:
+        return mode.nq, mode.nv
+    first = mode.chord_edges[mode.n_chords - len(mode.supports)]
+    return int(mode.q_offset[first]), int(mode.v_offset[first])
+
+
+def cut_coordinates(model: CompiledModel, q: np.ndarray) -> np.ndarray:
+    """q with the record's cut joints' own coordinates solved from the tree configuration
+    (Gauss–Newton on each chord's own columns, the tree held) — for plants that integrate
+    only the tree (Pinocchio, MuJoCo). A mode model's support cut coordinates are left as
+    they are. Plants hold their loops only approximately (Baumgarte, soft constraints), so
+    the least-squares solution is taken when the chord cannot close exactly."""
+    from rbc.model.closure import newton
+
+    q = np.array(q, dtype=float)
+    for i, e in enumerate(model.chord_edges[: model.n_chords - len(model.supports)]):
+        sl = model.v_slice(e)
+        if sl.stop > sl.start:
+            q, _ = newton(model, q, [i], [], np.arange(sl.start, sl.stop))
+    return q

@@ -28,7 +28,7 @@ pass over the paths).
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -259,6 +259,7 @@ def partition_at(
             f"have {len(forced)} coordinates; name joints with exactly {model.nv - rank}")
     rows: list[int] = []
     dep: set[int] = set()
+    solved: list[set[int]] = []
     for blk, Cs, sel, r in analysed:
         rows += blk.rows[sel].tolist()
         if forced is None:
@@ -282,12 +283,57 @@ def partition_at(
                                f"{[model.v_names[j] for j in sorted(cols & dep)]} would be "
                                "dependent in two modules")
         dep |= cols
+        solved.append(cols)
+    _check_module_order(model, name, [blk.cols for blk, *_ in analysed], solved)
     dependent = np.array(sorted(dep), dtype=np.int64)
     ind = np.array(sorted(set(range(model.nv)) - dep), dtype=np.int64)
     joints = tuple(dict.fromkeys(model.edge_names[int(model.v_edge[j])] for j in ind))
     return Partition(name=name, independent=ind, dependent=dependent,
                      rows=np.array(sorted(rows), dtype=np.int64), rank=rank,
                      length_scale=sc.length, q_ref=np.array(q, dtype=float), joints=joints)
+
+
+def _check_module_order(model: CompiledModel, name: str, touched: Sequence[np.ndarray],
+                        solved: Sequence[set[int]]) -> None:
+    """Refuse module choices that read each other's dependent coordinates in a cycle.
+
+    Module i *reads* module j when a coordinate solved by j is among i's columns (an input
+    of i). Reads are fine while they can be ordered — rollers turned by a sprocket that
+    another module solves for — but in a cycle (two stance legs of a support mode each
+    solving for a different coordinate of the shared floating root) the dependent block
+    ``S C Π_p`` is coupled across the modules, and no module-by-module correction closes it:
+    at Cassie's double support it was singular (cond 1e17) although every module's own
+    block was regular.
+
+    Raises:
+        CompileError: naming the coordinates in the cycle.
+    """
+    owner = {j: i for i, cols in enumerate(solved) for j in cols}
+    reads = [{owner[j] for j in cols.tolist() if owner.get(j, i) != i}
+             for i, cols in enumerate(touched)]
+    state = [0] * len(reads)  # 0 unvisited, 1 on the DFS stack, 2 done
+    for start in range(len(reads)):
+        if state[start]:
+            continue
+        stack = [(start, iter(sorted(reads[start])))]
+        state[start] = 1
+        while stack:
+            i, it = stack[-1]
+            j = next(it, None)
+            if j is None:
+                state[i] = 2
+                stack.pop()
+            elif state[j] == 1:
+                cycle = [k for k, _ in stack[[k for k, _ in stack].index(j):]]
+                coords = sorted({model.v_names[c] for a in cycle for c in touched[a].tolist()
+                                 if owner.get(c, a) != a and owner[c] in cycle})
+                raise CompileError(
+                    f"partition '{name}': modules would solve for each other's inputs in a "
+                    f"cycle (coordinates {', '.join(coords)}): the dependent block is not "
+                    "module-solvable")
+            elif state[j] == 0:
+                state[j] = 1
+                stack.append((j, iter(sorted(reads[j]))))
 
 
 @functools.cache

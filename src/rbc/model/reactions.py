@@ -361,6 +361,42 @@ def joint_reactions(dm: DynamicsModel, data: DynamicsData, q: np.ndarray,
     return Reactions(tuple(out), x_cp, null.shape[1], unbalanced)
 
 
+def support_reactions(dm: DynamicsModel, data: DynamicsData, q: np.ndarray,
+                      terms: ReducedTerms, udot: np.ndarray) -> dict[str, np.ndarray]:
+    """The wrench the ground exerts on each active support of a mode model (docs/supports.md).
+
+    The supports are the last chords of the mode model (:mod:`rbc.model.modes`); their
+    wrenches are the cut-joint wrenches of step 1 of the module docstring (the world is the
+    cut joint's parent), moved to the support point.
+
+    Args:
+        q: (nq,) the configuration ``terms`` was evaluated at (port efforts included).
+        udot: (n_u,) independent accelerations.
+
+    Returns:
+        ``{support: (6,) [n; f]}`` world axes, about the support frame's origin [N·m; N]
+        (minimum norm when the supports are redundant, e.g. three points on one foot).
+    """
+    k = dm.kin
+    a = tree_acceleration(terms, udot)
+    coulomb = (terms.coulomb if terms.coulomb is not None
+               else joint_passive_efforts(dm, q, terms.v)[1])  # the terms' own (e.g. held)
+    need = -(terms.tau_full + coulomb)
+    nt = k.nv_tree
+    need[:nt] += terms.tree.M @ a[:nt] + terms.tree.h
+    x, _ = _min_norm(constraint_map(dm, data, q), need)
+    aug, pd = dm.augmented, data.augmented_data
+    pin.updateFramePlacements(aug.model, pd)  # joint placements are from constraint_map
+    out = {}
+    first = k.n_chords - len(k.supports)
+    for i, name in enumerate(k.supports):
+        c = first + i
+        w = x[6 * c: 6 * c + 6]
+        p = pd.oMf[aug.tree_frame[c]].translation  # the support frame (Jc through the tree)
+        out[name] = np.concatenate([w[:3] - np.cross(p, w[3:]), w[3:]])
+    return out
+
+
 def _joint_efforts(dm: DynamicsModel, q: np.ndarray, v: np.ndarray, f: np.ndarray | None
                    ) -> np.ndarray:
     """(nv,) joint-level efforts: passive (Coulomb included) plus port efforts."""

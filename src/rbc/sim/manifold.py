@@ -125,6 +125,7 @@ class LiftedCloser:
             raise ClosureError(f"the initial configuration is not closed (partition "
                                f"'{part.name}')")
         self._x = self._values(self.q)
+        self._chart_at: tuple[np.ndarray, np.ndarray] | None = None  # last chart(q0, ξ)
 
     def _values(self, q: np.ndarray) -> np.ndarray:
         """Values (n_kept,) of the prescribed independent coordinates at q [rad or m]."""
@@ -164,6 +165,32 @@ class LiftedCloser:
             self.stats.iterations += 1
         return None
 
+    def chart(self, q0: np.ndarray, E0: np.ndarray, xi: np.ndarray) -> np.ndarray:
+        """Closed configuration (nq,) whose independent coordinates are q0's moved by the
+        chart displacement ξ (n_u,) — exactly ``q0 ⊕ ξ`` on the independent joints (a free
+        base: ``T·exp6(ξ)``; scalar coordinates: ``x0 + ξ``) — with the dependents predicted
+        by ``q0 ⊕ E0 ξ`` (E0: the lift at q0, whose independent rows are I) and corrected by
+        Newton; the lift there is :attr:`lifted`. Works for independent coordinates without
+        scalar values (a floating base standing on its feet).
+
+        Raises:
+            ClosureError: the corrector does not converge from the predictor.
+        """
+        xi = np.asarray(xi, dtype=float)
+        if not np.any(xi) and np.array_equal(q0, self.q):
+            return self.q  # e.g. the first Runge–Kutta stage: the lift at q0 is known
+        last = self._chart_at
+        if last is not None and np.array_equal(xi, last[1]) and np.array_equal(q0, last[0]):
+            return self.q  # the last stage again (the end point of an accepted step)
+        new = self._correct(integrate(self.dm.augmented, q0, E0 @ xi))
+        if new is None:
+            raise ClosureError("the run-time corrector did not converge from the lift "
+                               "predictor (a singular configuration or a too large step)")
+        self.lifted = new
+        self._x = self._values(self.q)
+        self._chart_at = (q0.copy(), xi.copy())
+        return self.q
+
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """Closed configuration (nq,) with independent values x (n_u,) [rad or m]; the
         lift there is :attr:`lifted`.
@@ -192,4 +219,5 @@ class LiftedCloser:
                 raise ClosureError("the continuation closed the mechanism but the run-time "
                                    "corrector did not confirm it")
         self.lifted, self._x = new, x.copy()
+        self._chart_at = None
         return self.q

@@ -22,9 +22,21 @@ dataset                        shape        meaning
 ``energy_residual``            (N+1,)       the ledger residual [J] (:mod:`rbc.sim.run`)
 ``tasks/<name>/position``      (N+1, 3)     measured task position [m]
 ``tasks/<name>/reference``     (N+1, 3)     reference task position [m]
+``mode``                       (N+1,)       with a mode schedule: index of the active mode
+                                            in the root attribute ``modes``
+``work_impacts``               (N+1,)       kinetic energy the impact maps absorbed [J] (≤ 0)
+``base/position``,             (N+1, 3)     floating-base origin, measured and reference,
+``base/reference``                          world [m]
+``supports/<s>/position``,     (N+1, 3)     support frame origin and its anchor (NaN while
+``supports/<s>/anchor``                     inactive), world [m]
+``supports/<s>/wrench``        (N+1, 6)     the ground's wrench on the support ``[n; f]``,
+                                            world axes, about the support point [N·m; N]
+                                            (NaN while inactive)
+``supports/<s>/slip``          (N+1,)       distance from the anchor while active [m]
 =============================  ===========  ================================================
 
-Root attributes: bundle, backend, controller, dt, control_dt, actuators, gap_names.
+Root attributes: bundle, backend, controller, dt, control_dt, actuators, gap_names (and with
+a mode schedule: modes, supports).
 """
 
 from __future__ import annotations

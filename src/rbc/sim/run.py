@@ -31,6 +31,7 @@ from rbc.errors import RbcError, UsageError
 from rbc.model.compiled import CompiledModel, Partition
 from rbc.model.dynamics import DynamicsData, DynamicsModel
 from rbc.model.interfaces import port_unit
+from rbc.model.modes import model_for
 from rbc.model.partition import lift
 from rbc.model.solve import SolveError, get_partition, solve_named
 from rbc.sim.backends import Backend, backend_class
@@ -46,6 +47,16 @@ from rbc.sim.controllers import (
 )
 from rbc.sim.mismatch import plant_model
 from rbc.sim.reference import LiftedReference, lift_reference, load_knots, spline_reference
+from rbc.sim.schedule import (
+    SupportReference,
+    has_schedule,
+    lift_support_reference,
+    load_support_knots,
+    modal_feedforward,
+    mode_state,
+    segment_models,
+)
+from rbc.sim.switching import ModalPlant, SupportLog
 from rbc.sim.task_control import PortObserver, TaskController
 from rbc.sim.threads import limit_blas_threads
 from rbc.tasks.plan import check_partition
@@ -119,6 +130,7 @@ class Prepared:
     control_dt: float
     substeps: int
     prepare_time: float = 0.0
+    support_reference: SupportReference | None = None
 
 
 def _step_counts(opts: SimOptions, duration: float) -> tuple[float, int, float]:
@@ -282,6 +294,8 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
         raise UsageError("--set/--velocity conflict with --reference: the reference's first "
                          "knot fixes the initial state")
     plant = plant_model(kin, opts.payload, opts.inertia_scale)
+    if opts.reference is not None and has_schedule(opts.reference):
+        return _prepare_schedule(bundle, opts, kin, plant, backend, t0, progress)
     backend.check(plant, part)
     dm = DynamicsModel.build(kin)
     lower, upper = effort_limits(dm)
@@ -352,6 +366,45 @@ def task_controller(dm: DynamicsModel, part: Partition, q0: np.ndarray, req: Tas
                           lower, upper)
 
 
+def _prepare_schedule(bundle, opts: SimOptions, kin: CompiledModel, plant: CompiledModel,
+                      backend: type[Backend], t0: float, progress: Progress | None) -> Prepared:
+    """:func:`prepare` for a support reference with a mode schedule (docs/supports.md)."""
+    knots = load_support_knots(opts.reference, kin)
+    if opts.fix_root:
+        raise SimulationError("--fix-root cannot be combined with a mode schedule (the "
+                              "supports hold the floating base)")
+    if opts.partition is not None:
+        raise SimulationError("--partition: with a mode schedule each mode uses its own "
+                              "stored partition")
+    for name in dict.fromkeys(knots.schedule.modes):
+        info = plant.modes[name]
+        if backend.native_contact:
+            backend.check(plant, plant.partitions["default"])
+        else:
+            backend.check(model_for(plant, info), info.partition)
+    duration = float(knots.time[-1]) - float(knots.time[0]) if opts.duration is None \
+        else opts.duration
+    cdt, sub, duration = _step_counts(opts, duration)
+    sref = lift_support_reference(kin, knots, min(opts.reference_dt, duration), duration,
+                                  None if progress is None else (lambda x: progress("lift", x)))
+    dm = DynamicsModel.build(kin)
+    lower, upper = effort_limits(dm)
+    first = segment_models(kin, sref)[0][0]
+    gains = ff = None
+    if opts.controller != "passive":
+        fdm = DynamicsModel.build(first)
+        q_first = mode_state(first, sref.ref.q[0])[0]
+        gains = default_gains(fdm, next(iter(first.partitions.values())), q_first,
+                              bandwidth=opts.bandwidth, zeta=opts.zeta, kp=opts.kp, kd=opts.kd)
+    if opts.controller == "pd+ff":
+        ff = modal_feedforward(kin, sref, None if progress is None
+                               else (lambda x: progress("ff", x)))
+    controller = Controller(opts.controller, gains, sref.ref, ff, lower, upper)
+    return Prepared(str(bundle), opts, kin, plant, kin.partitions["default"], controller,
+                    backend, sref.ref.q[0].copy(), sref.ref.v[0].copy(), duration, cdt, sub,
+                    time.perf_counter() - t0, sref)
+
+
 @dataclass(eq=False)
 class SimResult:
     """The log of a run (arrays by name; docs/simulate.md) and its summary (a dict)."""
@@ -364,9 +417,17 @@ class SimResult:
 def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
     """Run the control loop (module docstring) and summarise."""
     opts, ctrl = prep.options, prep.controller
-    plant = prep.backend(prep.plant, prep.part, prep.q0, prep.v0, opts.dt,
-                         integrator=opts.integrator, rtol=opts.rtol, atol=opts.atol,
-                         evaluator=opts.evaluator)
+    sref = prep.support_reference
+    if sref is not None:
+        plant = ModalPlant(prep.backend, prep.plant, sref.schedule, prep.q0, prep.v0, opts.dt,
+                           integrator=opts.integrator, rtol=opts.rtol, atol=opts.atol,
+                           evaluator=opts.evaluator)
+        supports = SupportLog(plant, sref)
+    else:
+        plant = prep.backend(prep.plant, prep.part, prep.q0, prep.v0, opts.dt,
+                             integrator=opts.integrator, rtol=opts.rtol, atol=opts.atol,
+                           evaluator=opts.evaluator)
+        supports = None
     n = int(round(prep.duration / prep.control_dt))
     tasks = [t.name for t in prep.kin.record.tasks]
     n_act = len(prep.kin.record.actuators)
@@ -377,7 +438,7 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
     task_rows = {name: [] for name in tasks}
     cmd, eff, clipped = np.zeros((n, n_act)), np.zeros((n, n_act)), np.zeros(n, dtype=bool)
 
-    def record(m) -> None:
+    def record(m, t: float) -> None:
         for key in ("q", "v", "ports", "port_rates", "loop_gaps", "kinetic", "potential"):
             rows[key].append(getattr(m, key))
         rows["work_actuators"].append(plant.work_actuators)
@@ -387,16 +448,23 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
             actual.append(m.efforts)
         for name in tasks:
             task_rows[name].append(m.tasks[name])
+        if supports is not None:
+            supports.record(t)
 
     m = plant.measure()
-    record(m)
+    record(m, 0.0)
     t0 = time.perf_counter()
     for i in range(n):
+        if supports is not None:  # a switch takes effect at the first control time ≥ it
+            before = plant.mode
+            plant.switch(sref.schedule.mode_at(i * prep.control_dt), i * prep.control_dt)
+            if plant.mode != before:
+                m = plant.measure()
         cmd[i] = ctrl.command(i * prep.control_dt, m.ports, m.port_rates)
         eff[i], clipped[i] = ctrl.clip(cmd[i])
         plant.advance(eff[i], prep.substeps)
         m = plant.measure()
-        record(m)
+        record(m, (i + 1) * prep.control_dt)
         if progress is not None:
             progress("simulate", (i + 1) / n)
     wall = time.perf_counter() - t0
@@ -409,6 +477,9 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
         log["drive/effort"] = np.asarray(actual, dtype=float)
     energy = log["kinetic"] + log["potential"]
     log["energy_residual"] = (energy - energy[0]) - log["work_actuators"] - log["work_passive"]
+    if supports is not None:
+        log.update(supports.arrays())
+        log["energy_residual"] -= log["work_impacts"]
     ref = ctrl.reference
     if ref is not None:
         pr = np.array([ref.port_reference(t)[0] for t in time_s])
@@ -425,6 +496,10 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
              "actuators": [a.name for a in prep.kin.record.actuators],
              "gap_names": list(plant.gap_names)}
     summary = _summary(prep, plant, log, wall)
+    if supports is not None:
+        attrs["modes"] = list(sref.schedule.modes)
+        attrs["supports"] = list(plant.names)
+        summary["support_modes"] = supports.summary(log)
     return SimResult(log, attrs, summary)
 
 
@@ -494,8 +569,9 @@ def _summary(prep: Prepared, plant: Backend, log: dict[str, np.ndarray], wall: f
     out["real_time_factor"] = prep.duration / wall if wall > 0 else float("inf")
     if hasattr(plant, "close"):
         out["closure_fallbacks"] = plant.fallbacks
-    if hasattr(plant, "report"):
-        out["integration"] = plant.report()
+    report = plant.report() if hasattr(plant, "report") else None
+    if report is not None:  # a modal plant of another backend has none
+        out["integration"] = report
     out["events"] = list(getattr(plant, "events", []))
     out["warnings"] = list(getattr(plant, "warnings", []))
     return out

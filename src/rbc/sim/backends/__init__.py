@@ -101,6 +101,25 @@ class Backend(ABC):
     def measure(self) -> Measurement:
         """The current measurement."""
 
+    # ---------------------------------------------------- support modes (docs/supports.md)
+    #: True for plants with native unilateral contact (a floor): one model for a whole
+    #: mode schedule; False: the plant is rebuilt on each mode's model.
+    native_contact: ClassVar[bool] = False
+
+    def base_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(q, v)`` in the base model's coordinates (rbc order; the tree and the record's
+        cut joints; a mode model's support cut coordinates left out)."""
+        raise NotImplementedError(f"the {self.name} backend does not report its state")
+
+    def kinetic(self) -> float:
+        """Kinetic energy [J]."""
+        return self.measure().kinetic
+
+    def support_wrenches(self, names: tuple[str, ...]) -> dict[str, np.ndarray]:
+        """``{support: (6,) [n; f]}``: the wrench the ground exerts on each named active
+        support, world axes, about the support point [N·m; N]."""
+        raise NotImplementedError(f"the {self.name} backend does not report support wrenches")
+
 
 def refuse_drives(backend: str, plant: CompiledModel) -> None:
     """Raise :class:`BackendError` when the record has drive data (``drive`` on an

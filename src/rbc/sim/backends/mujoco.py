@@ -31,8 +31,15 @@ import numpy as np
 from rbc.backends.mjcf_export import check_loads, export_mjcf
 from rbc.errors import CompileError
 from rbc.ir import spatial as sp
+from rbc.model.modes import base_sizes, cut_coordinates
+from rbc.model.partition import lift
 from rbc.sim.backends import Backend, BackendError, Measurement
 from rbc.sim.drives import Drives, SteppedDrives
+
+#: Readback (``base_state``): Newton iterations and the qpos residual [rad, m] at which it
+#: stops (round-off of the quaternion maps is ~1e-15; from the last readback one iteration
+#: usually suffices).
+READBACK_ITERATIONS, READBACK_TOL = 20, 1e-12
 
 
 class MujocoBackend(Backend):
@@ -49,9 +56,15 @@ class MujocoBackend(Backend):
         except CompileError as err:
             raise BackendError(str(err)) from None
 
-    def __init__(self, plant, part, q0, v0, dt, **options) -> None:
+    #: the exported model has a floor and native unilateral contact (docs/supports.md)
+    native_contact = True
+
+    def __init__(self, plant, part, q0, v0, dt, floor: float | str | None = "auto",
+                 **options) -> None:
         super().__init__(plant, part, q0, v0, dt)
-        exp = export_mjcf(plant, replace(part, q_ref=np.asarray(q0, dtype=float)), timestep=dt)
+        exp = export_mjcf(plant, replace(part, q_ref=np.asarray(q0, dtype=float)), timestep=dt,
+                          floor=floor)
+        self.exp = exp
         self.xml = exp.to_string()
         m = self.m = mujoco.MjModel.from_xml_string(self.xml)
         d = self.d = mujoco.MjData(m)
@@ -84,6 +97,7 @@ class MujocoBackend(Backend):
         # MuJoCo clamps ctrl to ctrlrange: the drives' actual efforts are clamped alike
         self.ctrl_lo = np.where(m.actuator_ctrllimited, m.actuator_ctrlrange[:, 0], -np.inf)
         self.ctrl_hi = np.where(m.actuator_ctrllimited, m.actuator_ctrlrange[:, 1], np.inf)
+        self._q_last = np.asarray(q0, dtype=float).copy()  # start of the next readback
         mujoco.mj_forward(m, d)
 
     def advance(self, f: np.ndarray, steps: int) -> None:
@@ -135,6 +149,51 @@ class MujocoBackend(Backend):
             return self.Pq @ self.d.qpos
         mujoco.mj_fwdPosition(self.m, self.d)
         return self.d.actuator_length.copy()
+
+    def base_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """rbc (q, v) of the current qpos/qvel: the export's maps inverted — Newton on
+        ``qpos_of(q) = qpos`` (MuJoCo's ``mj_differentiatePos`` as the residual, the
+        velocity map P as its Jacobian, from the last readback; merged chains, gimbal balls
+        and split-body cuts included) and ``v = P⁺ qvel``; the record's direct cut
+        coordinates solved from the tree and their speeds from the lift."""
+        k, m, d, exp = self.plant, self.m, self.d, self.exp
+        q, dq = self._q_last.copy(), np.zeros(m.nv)
+        for _ in range(READBACK_ITERATIONS):
+            mujoco.mj_differentiatePos(m, dq, 1.0, exp.qpos_of(k, q), d.qpos)
+            if np.abs(dq).max(initial=0.0) <= READBACK_TOL:
+                break
+            P = exp.velocity_map(k, q)
+            q = k.integrate(q, np.linalg.lstsq(P, dq, rcond=None)[0])
+        q = cut_coordinates(k, q)
+        self._q_last = q
+        v = np.linalg.lstsq(exp.velocity_map(k, q), d.qvel, rcond=None)[0]
+        nq, nv = base_sizes(k)
+        if nv > k.nv_tree:
+            L = lift(k, self.part, q)
+            v[k.nv_tree: nv] = L.E[k.nv_tree: nv] @ np.linalg.lstsq(
+                L.E[: k.nv_tree], v[: k.nv_tree], rcond=None)[0]
+        return q[:nq], v[:nv]
+
+    def support_wrenches(self, names: tuple[str, ...]) -> dict[str, np.ndarray]:
+        """Sum over the contacts of each support's geom (``mj_contactForce``: normal and
+        friction forces in the contact frame, on geom1 by geom2) of the ground's wrench on
+        the robot, world axes, about the support point (the geom's frame origin)."""
+        m, d = self.m, self.d
+        geoms = {mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, self.exp.support_geoms[n]): n
+                 for n in names}
+        out = {n: np.zeros(6) for n in names}
+        f6 = np.zeros(6)
+        for i in range(d.ncon):
+            c = d.contact[i]
+            for g, sign in ((c.geom1, 1.0), (c.geom2, -1.0)):
+                if g in geoms:
+                    mujoco.mj_contactForce(m, d, i, f6)
+                    # the contact force acts on geom2 by geom1 along the frame (normal first)
+                    f = -sign * (c.frame.reshape(3, 3).T @ f6[:3])
+                    name = geoms[g]
+                    p = d.geom_xpos[g]
+                    out[name] += np.concatenate([np.cross(c.pos - p, f), f])
+        return out
 
     def measure(self) -> Measurement:
         m, d = self.m, self.d

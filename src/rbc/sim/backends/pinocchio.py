@@ -23,6 +23,8 @@ import pinocchio as pin
 
 from rbc.backends.pinocchio import PROXIMAL, pinocchio_model
 from rbc.model.interfaces import port_state, ports
+from rbc.model.modes import SUPPORT_EDGE, base_sizes, cut_coordinates
+from rbc.model.partition import lift
 from rbc.model.rolling import refuse_rolling
 from rbc.sim.backends import Backend, BackendError, Measurement, port_work, refuse_drives
 from rbc.sim.backends.tree_probe import TreeProbe, record_tasks
@@ -115,6 +117,33 @@ class PinocchioBackend(Backend):
         q[t.q_perm] = self.q
         ell, J = port_state(k, q)
         return ell, J[:, : k.nv_tree][:, t.v_perm]
+    def base_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """The tree state in rbc order; the record's cut coordinates solved from it."""
+        k, t = self.plant, self.tree
+        nq, nv = base_sizes(k)
+        q = np.zeros(k.nq)
+        q[: k.nq_tree] = _inverse_perm(self.q, t.q_perm)
+        q = cut_coordinates(k, _support_identity(k, q))
+        v = np.zeros(nv)
+        v[: k.nv_tree] = t.v_rbc(self.v)
+        if nv > k.nv_tree:  # the record's cut coordinates: from the closure rows
+            E = lift(k, self.part, q).E
+            u = np.linalg.lstsq(E[: k.nv_tree], v[: k.nv_tree], rcond=None)[0]
+            v[k.nv_tree:] = E[k.nv_tree: nv] @ u
+        return q[:nq], v
+
+    def support_wrenches(self, names: tuple[str, ...]) -> dict[str, np.ndarray]:
+        """The contact forces of the last ``constraintDynamics`` call, per support weld:
+        Pinocchio's force in the anchor frame (on the world side) turned into the ground's
+        wrench on the robot, world axes, about the support point."""
+        out = {}
+        for spec, cd in zip(self.pmod.specs, self.cdatas, strict=True):
+            name = spec.cut.removesuffix(SUPPORT_EDGE)
+            if name in names and spec.cut.endswith(SUPPORT_EDGE):
+                R = cd.oMc1.rotation
+                f = cd.contact_force
+                out[name] = -np.concatenate([R @ np.array(f.angular), R @ np.array(f.linear)])
+        return out
 
     def measure(self) -> Measurement:
         kin, pot = self.probe.energy(self.q, self.v)
@@ -123,3 +152,18 @@ class PinocchioBackend(Backend):
         ell, P = self._ports()
         return Measurement(ell, P @ self.v, tasks, gaps,
                            kin, pot, self.q.copy(), self.v.copy())
+
+
+def _inverse_perm(x_pin: np.ndarray, perm: np.ndarray) -> np.ndarray:
+    """rbc-ordered vector from a Pinocchio-ordered one (``x_pin = x[perm]``)."""
+    out = np.empty_like(np.asarray(x_pin, dtype=float))
+    out[perm] = x_pin
+    return out
+
+
+def _support_identity(k, q: np.ndarray) -> np.ndarray:
+    """Start values (the identity) of every cut joint's coordinates before they are solved."""
+    for e in k.chord_edges:
+        if k.kinds[e].nq:
+            q[k.q_slice(e)] = k.kinds[e].neutral()
+    return q

@@ -52,6 +52,15 @@ two powers — is the one per-stage call; the steppers (:mod:`rbc.sim.integrator
 * ``RK45`` / ``DOP853``: ``scipy.integrate.solve_ivp`` over each control interval with the
   same tolerances (a fixed partition: for validation runs).
 
+**Coulomb friction** (joint ``friction``, actuator ``coulomb``) is set-valued at zero speed;
+its ``−μ sign(v)`` makes the right-hand side discontinuous, which defeats error control
+(the estimate of a step across a sign change is O(h): on the Go2 standing still dopri5
+shrank its step to 3e-11 s). Its direction is taken at each step's start and **held over
+the step** (as the port efforts are over the control period; over each control interval
+for ``RK45``/``DOP853``): the right-hand side is smooth within a step, the ledger counts the
+held effort's exact work, and a coordinate at rest (sign 0) feels no friction during that
+step (sticking is not modelled).
+
 **Run-time re-partitioning** (dopri5 and rk4). After every accepted step the scaled
 condition number of the current R_p is checked; once it has doubled since the partition was
 adopted (and exceeds :data:`rbc.model.partition.REPARTITION_MIN`: an independent coordinate
@@ -63,24 +72,50 @@ independent indices; the works carry over) and the event is logged (time, old an
 condition numbers). A rank change is logged as a mechanism event and the run continues with
 the partition of the new rank.
 
-This needs independent coordinates with scalar values (revolute, prismatic, helical,
-universal, cylindrical, planar; not spherical or free). Where a speed is not the rate of its
-value — a planar joint's body-frame speeds — ẋ is the value rate of ``v = E u``
+**Independent coordinates.** Scalar ones (revolute, prismatic, helical, universal,
+cylindrical, planar) are integrated by their values as above. Where a speed is not the rate
+of its value — a planar joint's body-frame speeds — ẋ is the value rate of ``v = E u``
 (:meth:`rbc.ir.joints.JointKind.value_rates`: ``(ẋ, ẏ) = R(θ)(v_x, v_y)``), so ``q̇ = N(q) v``
 holds for every joint (it did not before: a passive planar loop lost 0.14 J in 0.2 s).
+
+A partition with a **free base or spherical** independent joints (a floating base standing
+on its supports) has no scalar values for them; then every step integrates in the
+**chart** of the independent coordinates at the step's start q₀: the first n_u components
+of y are a displacement ξ standing for the configuration whose independent joints are
+``q₀ ⊕ ξ`` (scalar coordinates ``x₀ + ξ``, a free base ``T₀·exp6(ξ)``), closed by
+:meth:`rbc.sim.manifold.LiftedCloser.chart` (predictor ``q₀ ⊕ E₀ ξ``, Newton on the
+dependents), with ``ξ̇ = J(ξ)⁻¹ u`` and ``J(ξ) = ∂(q₀ ⊕ ξ)/∂ξ`` (``pinocchio.dIntegrate``:
+the identity for scalar coordinates, the right Jacobian of SE(3) for a free base, whose
+speeds are body-frame twists — Munthe-Kaas, "High order Runge–Kutta methods on manifolds",
+1999). After every accepted step the chart moves to the new configuration (ξ = 0; the next
+first stage is the last one with ``ξ̇ = u``, exact since J(0) = I). In the error norm a
+chart component is scaled by its coordinate's value at the chart origin (a free base's or
+spherical joint's components by 1 m or 1 rad), so the tolerances mean the same in both
+representations.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
+import pinocchio as pin
 from scipy.integrate import solve_ivp
 
 from rbc.kernels.evaluator import KernelModel, KernelStage
 from rbc.kernels.layout import LayoutError
 from rbc.model.closure import ClosureError
-from rbc.model.dynamics import DynamicsData, DynamicsModel, forward_dynamics, reduced_terms
+from rbc.model.dynamics import (
+    DynamicsData,
+    DynamicsModel,
+    forward_dynamics,
+    load_coefficients,
+    reduced_terms,
+)
 from rbc.model.interfaces import port_jacobian, port_state
+from rbc.model.modes import base_sizes
 from rbc.model.partition import REPARTITION_MIN, reselect, scaled_cond
+from rbc.model.reactions import support_reactions
 from rbc.model.solve import independent_values, prescribable, rate_is_speed, value_rates
 from rbc.sim.backends import Backend, BackendError, Measurement
 from rbc.sim.backends.tree_probe import TreeProbe, record_tasks
@@ -108,6 +143,8 @@ DEFAULT_EVALUATOR = "kernel"
 RTOL, ATOL = 1e-9, 1e-12
 #: A stage that cannot be closed retries the step at this fraction of its length.
 FAILED_STAGE_SHRINK = 0.25
+#: Joint types whose independent coordinates are integrated in a chart (no scalar values).
+GROUP_JOINTS = ("free", "spherical")
 #: Smallest adaptive step, as a fraction of the control period, before the run is given up
 #: (2⁻⁴⁰: far below any physical time scale of a control loop).
 MIN_STEP_FRACTION = 2.0**-40
@@ -156,20 +193,19 @@ class ReducedBackend(Backend):
         self._c = np.zeros(len(plant.record.actuators))  # the held drive commands
         self._settled = False  # drive states start settled at the first command
         self._delivering: np.ndarray | None = None  # the drives' power quadrant (held)
+        self._f = np.zeros(len(plant.record.actuators))
+        mu = load_coefficients(plant).friction
+        self._mu = mu if np.any(mu) else None  # Coulomb coefficients (nv,), held per step
+        self._sign = np.zeros(plant.nv)
         self._adopt(part, np.asarray(q0, dtype=float), np.asarray(v0, dtype=float))
 
     @classmethod
     def check(cls, plant, part) -> None:
-        """Independent coordinates with scalar values (the state is the values); no rolling
-        wheels (the plant integrates u without the rolling layer)."""
+        """No rolling wheels (the plant integrates u without the rolling layer). Spherical
+        and free independent coordinates are integrated in their chart (module docstring)."""
         from rbc.model.rolling import refuse_rolling
 
         refuse_rolling(plant, "the reduced backend", BackendError)
-        if np.any(np.isnan(independent_values(plant, part, part.q_ref))):
-            raise BackendError("the reduced backend integrates the independent coordinates' "
-                               "values; this partition has spherical/free independent "
-                               f"coordinates ({', '.join(part.joints)}); for a floating "
-                               "base use --fix-root or another backend")
 
     # ----------------------------------------------------------------- state
     @property
@@ -195,16 +231,25 @@ class ReducedBackend(Backend):
         self.close = LiftedCloser(self.dm, self.data, part, q)
         self.q = self.close.q
         self._cond_ref = scaled_cond(self.plant, part, self.close.lifted)
-        self.kernel = self._kernel_stage(part)
         # drive states and works carry over a re-partition
         tail = (self.y[2 * self.n:] if hasattr(self, "y")
                 else np.zeros(self.n_z + self._works))
         self.n = part.independent.size
-        self.y = np.concatenate([independent_values(self.plant, part, self.q),
-                                 np.asarray(v, dtype=float)[part.independent], tail])
+        k = self.plant
+        self.chart = any(k.kinds[int(k.v_edge[j])].type in GROUP_JOINTS
+                         for j in part.independent)
+        self.kernel = self._kernel_stage(part)
+        if self.chart:  # module docstring, "Independent coordinates"
+            self._v_pin = self.dm.augmented.v_perm
+            self._recentre()
+            x = np.zeros(self.n)
+        else:
+            x = independent_values(k, part, self.q)
+        self.y = np.concatenate([x, np.asarray(v, dtype=float)[part.independent], tail])
         # values whose rate is their speed (ẋ = u) and the others (a planar joint's x, y:
-        # body-frame speeds rotated into the plane, JointKind.value_rates)
-        self._rated = np.array([not rate_is_speed(self.plant, int(j))
+        # body-frame speeds rotated into the plane, JointKind.value_rates); in a chart the
+        # rates are J(ξ)⁻¹ u for every coordinate
+        self._rated = np.array([not self.chart and not rate_is_speed(k, int(j))
                                 for j in part.independent], dtype=bool)
         self._names = ([self.plant.v_names[int(j)] for j in part.independent]
                        + [f"{self.plant.v_names[int(j)]} (speed)" for j in part.independent]
@@ -222,6 +267,11 @@ class ReducedBackend(Backend):
         if self.drives is not None:  # the kernel stage has no drive states z
             self.evaluator_note = ("drive states (actuator 'drive' data): the reference "
                                    "evaluator ran")
+            return None
+        if self.chart or self._mu is not None:  # the kernel integrates values, sign(v)
+            self.evaluator_note = ("a chart-integrated free base or spherical joint"
+                                   if self.chart else "Coulomb friction held per step"
+                                   ) + ": the reference evaluator ran"
             return None
         try:
             km = KernelModel(self.plant, part, self.dm.tree)
@@ -274,7 +324,7 @@ class ReducedBackend(Backend):
     def _reference_rhs(self, y: np.ndarray, f: np.ndarray) -> np.ndarray:
         n = self.n
         try:
-            q = self.close(y[:n])
+            q = self._close(y[:n])
         except (ClosureError, np.linalg.LinAlgError) as err:  # a stage too far to close
             raise StepFailure(str(err)) from err
         J = port_jacobian(self.plant, q) if f.size else np.zeros((0, self.plant.nv))
@@ -286,17 +336,80 @@ class ReducedBackend(Backend):
             rate = J @ (self.close.lifted.E @ y[n: 2 * n])
             fa, m = self.drives.efforts(z, c, rate, self._delivering)
             zdot, p_loss = self.drives.rates(z, c), [float((m - fa) @ rate)]
-        t = reduced_terms(self.dm, self.data, self.part, q, y[n: 2 * n], fa,
-                          lifted=self.close.lifted)
+        t = self._terms(q, y[n: 2 * n], fa)
         self.stats.evaluations += 1
         p_act = float(fa @ (J @ t.v)) if f.size else 0.0
         xdot = y[n: 2 * n]
-        if self._rated.any():
+        if self.chart:
+            xdot = self._chart_rate(y[:n], xdot)
+        elif self._rated.any():
             xdot = xdot.copy()
             xdot[self._rated] = value_rates(self.plant, q, t.v,
                                             self.part.independent[self._rated])
-        return np.concatenate([xdot, forward_dynamics(self.dm, t), zdot,
-                               [p_act, float(t.passive @ t.v), *p_loss]])
+        out = np.concatenate([xdot, forward_dynamics(self.dm, t), zdot,
+                              [p_act, float(t.passive @ t.v), *p_loss]])
+        if not np.all(np.isfinite(out)):
+            bad = self._names[int(np.flatnonzero(~np.isfinite(out))[0])]
+            raise StepFailure(f"the right-hand side is not finite ({bad})")
+        return out
+
+    def _terms(self, q: np.ndarray, u: np.ndarray, f: np.ndarray, fresh: bool = False):
+        """The reduced terms at the closer's last configuration q (``fresh``: the lift
+        evaluated at q, when the kernel closed it) with the step's held Coulomb direction
+        (module docstring)."""
+        t = reduced_terms(self.dm, self.data, self.part, q, u, f,
+                          lifted=None if fresh else self.close.lifted)
+        if self._mu is None:
+            return t
+        held = -self._mu * self._sign
+        return replace(t, tau_coulomb=t.lifted.E.T @ held, coulomb=held,
+                       passive=t.passive - t.coulomb + held)
+
+    def _hold_coulomb(self) -> None:
+        """Take Coulomb friction's direction at the current state for the next step."""
+        if self._mu is None:
+            return
+        self._close(self.x)
+        sign = np.sign(self.close.lifted.E @ self.u)
+        if not np.array_equal(sign, self._sign):
+            self._sign, self._k1 = sign, None  # a cached first stage used the old one
+
+    def _close(self, x: np.ndarray) -> np.ndarray:
+        """Closed q (nq,) at the state's first block: values, or a chart displacement."""
+        if self.chart:
+            return self.close.chart(self._q0, self._E0, x)
+        return self.close(x)
+
+    def _recentre(self) -> None:
+        """Move the chart to the current closed configuration (ξ = 0 there)."""
+        self._q0, self._E0 = self.close.q.copy(), self.close.lifted.E.copy()
+        self._mag0 = np.abs(independent_values(self.plant, self.part, self._q0))
+        self._mag0[np.isnan(self._mag0)] = 1.0  # a Lie-group coordinate: 1 m or 1 rad
+
+    def _chart_rate(self, xi: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """``ξ̇ = J(ξ)⁻¹ u`` (n_u,): the chart rate of independent speeds u at ξ."""
+        if not np.any(xi):
+            return u
+        ind, aug = self.part.independent, self.dm.augmented
+        dv = np.zeros(self.plant.nv)
+        dv[ind] = xi
+        Jp = pin.dIntegrate(aug.model, self._q0[aug.q_perm], dv[self._v_pin],
+                            pin.ArgumentPosition.ARG1)
+        J = np.empty_like(Jp)
+        J[np.ix_(self._v_pin, self._v_pin)] = Jp  # rbc velocity order
+        return np.linalg.solve(J[np.ix_(ind, ind)], u)
+
+    def _scale(self, y: np.ndarray) -> np.ndarray:
+        """y with chart displacements replaced by their coordinates' magnitudes (the error
+        norm's scale; module docstring)."""
+        if not self.chart:
+            return y
+        out = y.copy()
+        out[: self.n] = self._mag0 + np.abs(y[: self.n])
+        return out
+
+    def _error(self, e: np.ndarray, y: np.ndarray, y1: np.ndarray) -> tuple[float, int]:
+        return error_norm(e, self._scale(y), self._scale(y1), self.rtol, self.atol)
 
     @property
     def evaluations(self) -> int:
@@ -324,6 +437,7 @@ class ReducedBackend(Backend):
             self._adaptive(f, t_end)
         else:
             self._solve_ivp(f, steps * self.dt)
+        self._f = f
         self.time = t_end
         self.steps = self.stats.accepted
         self.q = self._project(self.y)
@@ -338,7 +452,7 @@ class ReducedBackend(Backend):
             if q is not None:
                 return q.copy()
             self._hand_back()
-        q = self.close(y[: self.n])
+        q = self._close(y[: self.n])
         if self.kernel is not None:
             L = self.close.lifted
             self.kernel.reseed(self.close.q, L.E, L.geometry.rho)
@@ -352,12 +466,20 @@ class ReducedBackend(Backend):
     def _accept(self, y1: np.ndarray, k_next: np.ndarray | None, f: np.ndarray,
                 h: float) -> None:
         self.y, self.time = y1, self.time + h
+        if self.chart and k_next is not None:  # the chart moves to y1 (module docstring)
+            self._close(y1[: self.n])
+            self._recentre()
+            self.y = y1.copy()
+            self.y[: self.n] = 0.0
+            k_next = k_next.copy()
+            k_next[: self.n] = self.u  # ξ̇ = J(0)⁻¹ u = u
         self._k1 = None if k_next is None else (k_next, f.copy())
         self.stats.accepted += 1
         self._check_partition()
 
     def _rk4_step(self, f: np.ndarray) -> None:
         h = self.dt
+        self._hold_coulomb()
         y = self.y
         try:
             y1, _, k4 = rk_step(lambda z: self.rhs(z, f), RK4, y, h, self._first_stage(f))
@@ -367,9 +489,9 @@ class ReducedBackend(Backend):
                                "a smaller --dt or the adaptive default (--integrator dopri5) "
                                "may pass") from None
         e = h / 6.0 * (k4 - k5)
-        err, i = error_norm(e, y, y1, self.rtol, self.atol)
-        i = error_norm(e[: 2 * self.n], y[: 2 * self.n], y1[: 2 * self.n], self.rtol,
-                       self.atol)[1]  # name a coordinate, not a work term
+        err, i = self._error(e, y, y1)
+        n2 = 2 * self.n
+        i = self._error(e[:n2], y[:n2], y1[:n2])[1]  # name a coordinate, not a work term
         self._track(err, i)
         if err > 1.0:
             self.stats.exceeded += 1
@@ -390,6 +512,7 @@ class ReducedBackend(Backend):
             if h < h_min:
                 raise BackendError(f"reduced backend: the adaptive step fell below "
                                    f"{h_min:.3g} s at t = {self.time:.6g} s ({self._why})")
+            self._hold_coulomb()
             y = self.y
             try:
                 y1, e, k7 = rk_step(lambda z: self.rhs(z, f), DOPRI5, y, h,
@@ -399,7 +522,7 @@ class ReducedBackend(Backend):
                 self.stats.rejected += 1
                 self.h = FAILED_STAGE_SHRINK * h
                 continue
-            err, i = error_norm(e, y, y1, self.rtol, self.atol)
+            err, i = self._error(e, y, y1)
             if err <= 1.0:
                 self._track(err, i)
                 grow = GROW if err == 0 else min(GROW, max(SHRINK, SAFETY * err**-0.2))
@@ -419,6 +542,8 @@ class ReducedBackend(Backend):
             self._worst_name = self._names[i]
 
     def _solve_ivp(self, f: np.ndarray, span: float) -> None:
+        self._hold_coulomb()
+
         def fun(_t, y):
             return self.rhs(y, f)
 
@@ -433,6 +558,10 @@ class ReducedBackend(Backend):
         self.y = sol.y[:, -1].copy()
         self.stats.accepted += int(sol.t.size - 1)
         self._k1 = None
+        if self.chart:
+            self._close(self.x)
+            self._recentre()
+            self.y[: self.n] = 0.0
 
     def _check_partition(self) -> None:
         """Re-select the independent set when the current R_p degrades (module docstring,
@@ -445,7 +574,9 @@ class ReducedBackend(Backend):
             return
         q, E, _ = self._closed
         found = reselect(k, self.part, q, cond,
-                         allowed=lambda p: all(prescribable(k, int(j)) for j in p.independent))
+                         allowed=lambda p: all(prescribable(k, int(j))
+                                               or k.kinds[int(k.v_edge[j])].type in GROUP_JOINTS
+                                               for j in p.independent))
         if found is None:
             self._cond_ref = cond  # no better chart here: look again when it doubles
             return
@@ -469,6 +600,20 @@ class ReducedBackend(Backend):
                 "max_error_time": st.worst_time,
                 "max_error_component": getattr(self, "_worst_name", None),
                 "steps_over_tolerance": st.exceeded}
+
+    # ----------------------------------------------------------------- support modes
+    def base_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """The base model's (q, v) (nq_base,), (nv_base,): the mode's support cuts dropped."""
+        nq, nv = base_sizes(self.plant)
+        return self.q[:nq].copy(), (self._closed[1] @ self.u)[:nv]
+
+    def support_wrenches(self, names: tuple[str, ...]) -> dict[str, np.ndarray]:
+        """The support rows' multipliers of the mode's dependent equations at the current
+        state with the last efforts and Coulomb direction, as integrated
+        (:func:`rbc.model.reactions.support_reactions`)."""
+        t = self._terms(self.q, self.u, self._f, fresh=self.kernel is not None)
+        out = support_reactions(self.dm, self.data, self.q, t, forward_dynamics(self.dm, t))
+        return {n: out[n] for n in names}
 
     # ----------------------------------------------------------------- measurement
     def measure(self) -> Measurement:

@@ -30,6 +30,13 @@ class TreeProbe:
         M = joint_space_inertia(m, d, q)
         return 0.5 * float(v @ M @ v), float(pin.computePotentialEnergy(m, d, q))
 
+    def momentum(self, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(p, L)``: linear momentum [N·s] and angular momentum about the centre of mass
+        [N·m·s], world axes, of the bodies (Pinocchio's centroidal momentum; armature and
+        rotor inertia are not bodies and do not count)."""
+        h = pin.computeCentroidalMomentum(self.tree.model, self.data, q, v)
+        return np.array(h.linear), np.array(h.angular)
+
     def task_positions(self, q: np.ndarray) -> dict[str, np.ndarray]:
         """{task: (3,) world position [m]} at Pinocchio configuration q."""
         m, d = self.tree.model, self.data
