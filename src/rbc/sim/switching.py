@@ -86,7 +86,7 @@ class ModalPlant(Backend):
                  q0: np.ndarray, v0: np.ndarray, dt: float, **options) -> None:
         # not Backend.__init__: the work counters are the sums over segments (properties)
         self.plant, self.part, self.dt = plant, plant.partitions["default"], dt
-        self._carried = (0.0, 0.0, 0)
+        self._carried = (0.0, 0.0, 0, 0.0)  # works, steps, drive losses of past segments
         self._done: list[Backend] = []  # finished segments (their integration figures)
         self.backend, self.schedule, self.options = backend, schedule, options
         self.names = tuple(s.name for s in plant.record.supports
@@ -161,8 +161,9 @@ class ModalPlant(Backend):
         self.mode = mode
 
     def _carry(self, old: Backend) -> None:
-        a, p, n = self._carried
-        self._carried = (a + old.work_actuators, p + old.work_passive, n + old.steps)
+        a, p, n, d = self._carried
+        self._carried = (a + old.work_actuators, p + old.work_passive, n + old.steps,
+                         d + old.work_drive_losses)
         self._done.append(old)
 
     def _segments(self) -> list[Backend]:
@@ -200,6 +201,10 @@ class ModalPlant(Backend):
     @property
     def work_passive(self) -> float:
         return self._carried[1] + self.inner.work_passive
+
+    @property
+    def work_drive_losses(self) -> float:
+        return self._carried[3] + self.inner.work_drive_losses
 
     @property
     def steps(self) -> int:
