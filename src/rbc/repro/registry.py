@@ -23,6 +23,7 @@ TARGETS: dict[str, str] = {
     "fig11-reconstruction": "rbc.repro.fig11_reconstruction",
     "refinement": "rbc.repro.refinement",
     "table3-variants": "rbc.repro.table3_variants",
+    "free-flight-probes": "rbc.repro.free_flight_probes",
 }
 
 
