@@ -151,20 +151,12 @@ def _model(bundle: Path, partition: str | None, mode: str | None):
     """``(composition or None, rbc.api.Model)``: a composed bundle's mode model with the
     mode's partition (docs/composition.md), or the bundle's model and stored partition."""
     from rbc.api import Model, load
-    from rbc.compose.bundle import has_composition
-    from rbc.compose.bundle import load as load_composed
-    from rbc.errors import UsageError
+    from rbc.compose.bundle import open_mode
 
-    if not has_composition(bundle):
-        if mode is not None:
-            raise UsageError("--mode chooses a composed mode; "
-                             f"{bundle} is not a composed bundle (use --partition)")
+    opened = open_mode(bundle, mode, partition)
+    if opened is None:
         return None, load(bundle, partition)
-    if partition is not None:
-        raise UsageError(f"{bundle} is a composed bundle: choose a composed mode with --mode "
-                         "(--partition does not apply)")
-    comp = load_composed(bundle)
-    md = comp.mode(mode)
+    comp, md = opened
     return comp, Model(comp.model(md), md.partition, source=Path(bundle))
 
 

@@ -85,6 +85,8 @@ def simulate_command(
         callback=number(gt=0),
         help="Grid spacing \\[s] of the reference lift and feedforward table.")] = 0.01,
     partition: Annotated[str | None, typer.Option(help="Stored partition name.")] = None,
+    mode: Annotated[str | None, typer.Option(
+        "--mode", help="Composed bundles: the composed mode (default: the first).")] = None,
     fix_root: Annotated[bool, typer.Option(
         "--fix-root", help="Weld floating roots to the world (fixed-base experiments).")
     ] = False,
@@ -133,7 +135,7 @@ def simulate_command(
         inertia_scale=inertia_scale, bandwidth=bandwidth, zeta=zeta,
         kp=_pairs(kp, "--kp", ge=0), kd=_pairs(kd, "--kd", ge=0),
         integrator=integrator, rtol=rtol, atol=atol, evaluator=evaluator, partition=partition,
-        fix_root=fix_root)
+        fix_root=fix_root, mode=mode)
     labels = {"lift": "lifting the reference", "ff": "feedforward table",
               "simulate": f"simulating ({backend})"}
     with progress_bar(TextColumn("{task.description}"), BarColumn(), TextColumn(
@@ -206,5 +208,19 @@ def simulate_command(
                       + (f"{fn:.3g} N" if fn is not None else "-")
                       + (f", max |f_t|/f_n {x['max_friction_ratio']:.3g} (μ {x['friction']:g})"
                          if x["max_friction_ratio"] is not None else ""))
+    comp = s.get("composition")
+    if comp:
+        con.print(f"  composed mode {comp['mode']} (world axes; palm a on palm b, the ground on "
+                  "the sole):")
+        for name, x in comp["links"].items():
+            con.print(f"  link {name}: max force {x['max_force']:.4g} N, max moment "
+                      f"{x['max_moment']:.4g} N·m")
+        for name, x in comp["supports"].items():
+            ratio = x["max_friction_ratio"]
+            con.print(f"  support {name}: min normal force {x['min_normal_force']:.4g} N"
+                      + (f" ({x['tensile_samples']} samples pulling)" if x["tensile_samples"]
+                         else "")
+                      + (f", max |f_t|/f_n {ratio:.3g} (μ {x['friction']:g})"
+                         if ratio is not None else ""))
     if out is not None:
         con.print(f"  outputs in {out}")

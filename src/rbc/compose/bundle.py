@@ -110,6 +110,31 @@ def has_composition(path: str | Path) -> bool:
         return GROUP.strip("/") in h5
 
 
+def open_mode(path: str | Path, mode: str | None, partition: str | None
+              ) -> tuple[Composition, ComposedMode] | None:
+    """A command's bundle argument: None for a plain bundle, else the composition and the
+    composed mode chosen by ``--mode`` (default: the first), for the commands that run on
+    a composed mode's model (``rbc forces``, ``rbc simulate``).
+
+    Raises:
+        UsageError: ``--mode`` on a plain bundle, ``--partition`` on a composed one (its
+            mode's partition is the composer's), or an unknown mode (lists the modes);
+        BundleError: as :func:`load`.
+    """
+    from rbc.errors import UsageError
+
+    if not has_composition(path):
+        if mode is not None:
+            raise UsageError(f"--mode chooses a composed mode; {path} is not a composed "
+                             "bundle (use --partition)")
+        return None
+    if partition is not None:
+        raise UsageError(f"{path} is a composed bundle: choose a composed mode with --mode "
+                         "(--partition does not apply)")
+    comp = load(path)
+    return comp, comp.mode(mode)
+
+
 def is_composed(data: BundleData) -> bool:
     """Whether read bundle contents are a composed bundle's (have ``/composition``)."""
     return any(k.startswith(GROUP + "/") for k in data.datasets)
@@ -291,4 +316,4 @@ def from_data(data: BundleData) -> Composition:
                        data.text(f"{GROUP}/text"))
 
 
-__all__ = ["MemberMap", "composed_bundle", "is_composed", "load", "write_composed"]
+__all__ = ["MemberMap", "composed_bundle", "is_composed", "load", "open_mode", "write_composed"]

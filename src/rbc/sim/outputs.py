@@ -33,10 +33,15 @@ dataset                        shape        meaning
                                             world axes, about the support point [N·m; N]
                                             (NaN while inactive)
 ``supports/<s>/slip``          (N+1,)       distance from the anchor while active [m]
+``links/<l>/wrench``           (N+1, 6)     a composed run (docs/composition.md): palm a's
+                                            wrench on palm b ``[n; f]``, world axes, about
+                                            palm b [N·m; N]; with ``supports/<s>/wrench``
+                                            of the mode's supports, sample i at the start
+                                            of interval i with its efforts
 =============================  ===========  ================================================
 
 Root attributes: bundle, backend, controller, dt, control_dt, actuators, gap_names (and with
-a mode schedule: modes, supports).
+a mode schedule: modes, supports; on a composed bundle: composed_mode).
 """
 
 from __future__ import annotations
@@ -72,7 +77,8 @@ def write_outputs(result: SimResult, out_dir: str | Path) -> list[Path]:
 
 
 def plot(result: SimResult, out: Path) -> list[Path]:
-    """``tracking.png`` (with a reference), ``efforts.png``, ``loop_gaps.png``."""
+    """``tracking.png`` (with a reference), ``efforts.png``, ``loop_gaps.png``, ``wrenches.png``
+    (a composed run)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -110,7 +116,30 @@ def plot(result: SimResult, out: Path) -> list[Path]:
         ax.legend(fontsize="small", ncol=3, loc="upper right")
     ax.set_title(title + " — loop gaps")
     paths.append(_save(fig, out / "loop_gaps.png"))
+    if "composed_mode" in result.attrs:
+        paths.append(_wrench_plot(plt, log, title, out / "wrenches.png"))
     return paths
+
+
+def _wrench_plot(plt, log: dict[str, np.ndarray], title: str, path: Path) -> Path:
+    """A composed run's hand-link force magnitudes and support normal forces (the wrench
+    log of :mod:`rbc.compose.runlog`; "up" is the world z axis against gravity)."""
+    fig, ax = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    t = log["time"]
+    for key, w in log.items():
+        if key.endswith("/wrench") and key.startswith("links/"):
+            ax[0].plot(t, np.linalg.norm(w[:, 3:], axis=1), label=key.split("/")[1])
+        elif key.endswith("/wrench") and key.startswith("supports/"):
+            ax[1].plot(t, w[:, 5], label=key[len("supports/"):-len("/wrench")])
+    ax[0].set_ylabel("link force |f| [N]")
+    ax[1].set_ylabel("support normal force f_z [N]")
+    ax[1].axhline(0.0, color="k", lw=0.8)
+    ax[1].set_xlabel("time [s]")
+    for a in ax:
+        if a.get_legend_handles_labels()[0]:
+            a.legend(fontsize="small", ncol=3, loc="upper right")
+    fig.suptitle(title + " — hand-link and support wrenches")
+    return _save(fig, path)
 
 
 def _effort_plot(plt, t: np.ndarray, eff: np.ndarray, names: list[str],

@@ -87,6 +87,7 @@ class SimOptions:
         partition: stored partition name.
         fix_root: weld floating roots to the world (fixed-base experiments; recompiles).
         task: the task request of ``--controller task`` (:mod:`rbc.tasks.request`).
+        mode: a composed bundle's mode (default: its first; docs/composition.md).
     """
 
     backend: str = "reduced"
@@ -111,6 +112,7 @@ class SimOptions:
     partition: str | None = None
     fix_root: bool = False
     task: TaskRequest | None = None
+    mode: str | None = None
 
 
 @dataclass(eq=False)
@@ -131,6 +133,8 @@ class Prepared:
     substeps: int
     prepare_time: float = 0.0
     support_reference: SupportReference | None = None
+    #: a composed bundle's (composition, mode) (:mod:`rbc.compose.runlog`)
+    composed: tuple | None = None
 
 
 def _step_counts(opts: SimOptions, duration: float) -> tuple[float, int, float]:
@@ -262,10 +266,15 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
     if opts.controller not in CONTROLLERS:
         raise SimulationError(f"unknown controller '{opts.controller}'; valid: "
                               f"{', '.join(CONTROLLERS)}")
-    kin = CompiledModel.from_bundle(bundle)
-    if opts.fix_root and any(b.kind == "floating" for b in kin.record.bodies):
-        kin = welded(kin)
-    part = get_partition(kin, opts.partition)
+    composed = _composed(bundle, opts)
+    if composed is None:
+        kin = CompiledModel.from_bundle(bundle)
+        if opts.fix_root and any(b.kind == "floating" for b in kin.record.bodies):
+            kin = welded(kin)
+        part = get_partition(kin, opts.partition)
+    else:
+        kin = composed[0].model(composed[1])
+        part = get_partition(kin, composed[1].name)
     acts = kin.record.actuators
     if opts.controller != "passive" and not acts:
         raise ControllerError(f"controller '{opts.controller}' acts at the actuator ports, "
@@ -331,7 +340,26 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
     else:
         controller = Controller(opts.controller, gains, ref, ff, lower, upper)
     return Prepared(str(bundle), opts, kin, plant, part, controller, backend, q0, v0,
-                    duration, cdt, sub, time.perf_counter() - t0)
+                    duration, cdt, sub, time.perf_counter() - t0, composed=composed)
+
+
+def _composed(bundle: str | Path, opts: SimOptions) -> tuple | None:
+    """A composed bundle's (composition, mode) after refusing the options that do not
+    apply to it (:func:`rbc.compose.runlog.check_run`), or None for a plain bundle.
+
+    Raises:
+        UsageError: as :func:`rbc.compose.bundle.open_mode` and ``check_run``;
+        BundleError: a composed bundle that does not load.
+    """
+    from rbc.compose.bundle import open_mode
+
+    opened = open_mode(bundle, opts.mode, opts.partition)
+    if opened is not None:
+        from rbc.compose.runlog import check_run
+
+        check_run(str(bundle), opened[1], opts.backend, opts.fix_root,
+                  opts.reference is not None and has_schedule(opts.reference))
+    return opened
 
 
 def _check_task_request(opts: SimOptions) -> None:
@@ -428,6 +456,11 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
                              integrator=opts.integrator, rtol=opts.rtol, atol=opts.atol,
                            evaluator=opts.evaluator)
         supports = None
+    links = None
+    if prep.composed is not None:
+        from rbc.compose.runlog import WrenchLog
+
+        links = WrenchLog(*prep.composed, prep.plant)
     n = int(round(prep.duration / prep.control_dt))
     tasks = [t.name for t in prep.kin.record.tasks]
     n_act = len(prep.kin.record.actuators)
@@ -462,11 +495,15 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
                 m = plant.measure()
         cmd[i] = ctrl.command(i * prep.control_dt, m.ports, m.port_rates)
         eff[i], clipped[i] = ctrl.clip(cmd[i])
+        if links is not None:  # the reactions the interval starts from
+            links.record(m.q, m.v, eff[i])
         plant.advance(eff[i], prep.substeps)
         m = plant.measure()
         record(m, (i + 1) * prep.control_dt)
         if progress is not None:
             progress("simulate", (i + 1) / n)
+    if links is not None:  # the last sample, with the last interval's efforts
+        links.record(m.q, m.v, eff[-1])
     wall = time.perf_counter() - t0
     time_s = np.arange(n + 1) * prep.control_dt
     log = {k: np.asarray(v, dtype=float) for k, v in rows.items()}
@@ -480,6 +517,8 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
     if supports is not None:
         log.update(supports.arrays())
         log["energy_residual"] -= log["work_impacts"]
+    if links is not None:
+        log.update(links.arrays())
     ref = ctrl.reference
     if ref is not None:
         pr = np.array([ref.port_reference(t)[0] for t in time_s])
@@ -500,6 +539,9 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
         attrs["modes"] = list(sref.schedule.modes)
         attrs["supports"] = list(plant.names)
         summary["support_modes"] = supports.summary(log)
+    if links is not None:
+        attrs["composed_mode"] = prep.composed[1].name
+        summary["composition"] = links.summary(log)
     return SimResult(log, attrs, summary)
 
 

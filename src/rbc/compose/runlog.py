@@ -1,0 +1,121 @@
+"""``rbc simulate`` on a composed bundle: the run's checks and the hand-link and support
+wrenches along the run (docs/composition.md, "Simulation").
+
+A composed bundle simulates as its mode's model (the flat model plus the mode's link and
+support chords, :meth:`rbc.compose.system.Composition.model`) with the mode's partition,
+whose independent speeds are the composer's u: the reduced plant integrates
+``M_r u̇ + h_r = τ_r`` in them (E₁G equals the one-level lift with the same independent set,
+and the member-wise terms equal the projected ones — both checked by ``rbc verify``), so
+every controller, reference and ledger of ``rbc simulate`` applies unchanged.
+
+**Wrenches.** At the start of every control interval (and at the end of the run) the state
+(q, v) and the port efforts f held over the interval give, by the composed path —
+member-wise terms (:func:`rbc.compose.dynamics.composed_terms`), forward dynamics and the
+wrench recovery (:func:`rbc.compose.wrenches.chord_wrenches`) — every active link's wrench
+(palm a on palm b) and every support's (the ground on the sole), world axes, about the
+link's second frame or the support frame ``[n; f]`` [N·m; N]. These are the reactions the
+plant's next step starts from (the same state and efforts; Coulomb friction in the
+direction of the current speeds, the one the plant holds over that step).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rbc.compose.dynamics import MemberModel, composed_terms, forward_dynamics
+from rbc.compose.system import ComposedMode, Composition
+from rbc.compose.wrenches import chord_wrenches
+from rbc.errors import UsageError
+from rbc.model.compiled import CompiledModel
+from rbc.model.dynamics import DynamicsData
+
+#: Backends a composed mode runs on (the others would need the mode model exported).
+COMPOSED_BACKENDS = ("reduced",)
+
+
+def check_run(bundle: str, md: ComposedMode, backend: str, fix_root: bool,
+              schedule: bool) -> None:
+    """Refuse the ``rbc simulate`` options that do not apply to a composed mode.
+
+    Raises:
+        UsageError: another backend than the reduced plant, ``--fix-root`` (the supports
+            and links hold the floating bases; compose a fixed-base member instead), or a
+            reference with a support-mode schedule (the composition's modes are chosen by
+            ``--mode``).
+    """
+    if backend not in COMPOSED_BACKENDS:
+        raise UsageError(f"--backend {backend}: {bundle} is a composed bundle, which runs on "
+                         f"the {', '.join(COMPOSED_BACKENDS)} plant (valid: "
+                         f"{', '.join(COMPOSED_BACKENDS)})")
+    if fix_root:
+        raise UsageError(f"--fix-root: {bundle} is a composed bundle; its mode "
+                         f"'{md.name}' holds the floating bases by its supports and links")
+    if schedule:
+        raise UsageError(f"--reference: {bundle} is a composed bundle; a support-mode "
+                         "schedule does not apply (choose the composed mode with --mode)")
+
+
+class WrenchLog:
+    """The ``links/<name>/wrench`` and ``supports/<s>/wrench`` log entries of a composed
+    run (module docstring).
+
+    Args:
+        comp: the composition; md: the simulated mode; plant: the plant's mode model
+            (mismatched inertias included, so the wrenches are the plant's).
+    """
+
+    def __init__(self, comp: Composition, md: ComposedMode, plant: CompiledModel) -> None:
+        self.mode = md
+        self.mm = MemberModel.of(plant, comp.members, md.level2)
+        self.data = DynamicsData.of(self.mm.dm)
+        self.gravity = np.asarray(plant.record.gravity, dtype=float)
+        self.friction = {s.name: s.friction for s in plant.record.supports}
+        self.chords = {**{n: n for n in md.links},
+                       **{s: s + ".support" for s in md.supports}}
+        self.rows: dict[str, list] = {self._key(n): [] for n in self.chords}
+        self.unbalanced = 0.0
+
+    def _key(self, name: str) -> str:
+        return f"{'links' if name in self.mode.links else 'supports'}/{name}/wrench"
+
+    def record(self, q: np.ndarray, v: np.ndarray, f: np.ndarray) -> None:
+        """Log the wrenches at the closed state (q (nq,), v (nv,)) of the mode model with
+        port efforts f (n_act,)."""
+        u = np.asarray(v, dtype=float)[self.mode.partition.independent]
+        terms = composed_terms(self.mm, self.data, q, u)
+        udot = forward_dynamics(terms, u, f)
+        found = chord_wrenches(self.mm, self.data, terms, udot, f)
+        w = found.by_name()
+        for n, chord in self.chords.items():
+            self.rows[self._key(n)].append(w[chord])
+        self.unbalanced = max(self.unbalanced, found.unbalanced)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {k: np.asarray(v, dtype=float).reshape(-1, 6) for k, v in self.rows.items()}
+
+    def summary(self, log: dict[str, np.ndarray]) -> dict:
+        """The summary's ``composition`` key: the mode, per link the largest force and
+        moment, per support the smallest normal force, the number of samples where it
+        pulls (f_n ≤ 0: the sole would lift) and the largest friction ratio ``|f_t| / f_n``
+        over the others with its μ, and the largest residual of the recovery's equations
+        ``‖Aᵀ x − rhs‖∞`` [N, N·m] (round-off at a consistent state; docs/composition.md)."""
+        up = -self.gravity / np.linalg.norm(self.gravity)
+        out: dict = {"mode": self.mode.name, "links": {}, "supports": {},
+                     "unbalanced": self.unbalanced}
+        for n in self.mode.links:
+            w = log[self._key(n)]
+            out["links"][n] = {
+                "max_force": float(np.linalg.norm(w[:, 3:], axis=1).max(initial=0.0)),
+                "max_moment": float(np.linalg.norm(w[:, :3], axis=1).max(initial=0.0))}
+        for s in self.mode.supports:
+            f = log[self._key(s)][:, 3:]
+            fn = f @ up
+            ft = np.linalg.norm(f - np.outer(fn, up), axis=1)
+            pressed = fn > 0  # a tensile sample (fn ≤ 0) has no friction ratio
+            out["supports"][s] = {
+                "min_normal_force": float(fn.min()),
+                "tensile_samples": int((~pressed).sum()),
+                "max_friction_ratio": float((ft[pressed] / fn[pressed]).max())
+                if pressed.any() else None,
+                "friction": self.friction[s]}
+        return out
