@@ -37,7 +37,9 @@ def simulate_command(
     reference: Annotated[Path | None, typer.Option(
         help="Reference knots (CSV or YAML) of independent coordinates.")] = None,
     controller: Annotated[str, typer.Option(
-        help="pd, pd+ff, passive, or task (the rbc plan law online; needs --task).")] = "pd+ff",
+        help="pd, pd+ff, passive, task (the rbc plan law online; needs --task), or "
+        "allocation (composed bundles: tracking law + effort allocation in the sole "
+        "contact-wrench cones, docs/allocation.md).")] = "pd+ff",
     duration: Annotated[float | None, typer.Option(
         callback=number(gt=0), help="Simulated time \\[s] (default: the reference's length)."
     )] = None,
@@ -168,6 +170,12 @@ def simulate_command(
         con.print(f"  task {'+'.join(task or ())}: ‖e_x‖ initial {ts['error_initial']:.3g}, "
                   f"final {ts['error_final']:.3g}, max {ts['error_max']:.3g} (m, rad); "
                   f"max slack {ts['slack_max']:.3g}")
+    if "allocation" in s:
+        al = s["allocation"]
+        con.print(f"  allocation: {al['steps']} steps, max slack {al['slack_max']:.3g} "
+                  f"({al['slack_steps']} steps above 1e-9), tracking ‖e‖∞ max "
+                  f"{al['tracking_error_max']:.3g}, final {al['tracking_error_final']:.3g} "
+                  f"(rad, m); min sole normal force {al['min_normal']:.4g} N")
     for name, peak in s["peak_effort"].items():
         lo, hi = s["effort_limits"][name]
         du, fu = s["port_units"][name]

@@ -35,7 +35,7 @@ from rbc.model.dynamics import DynamicsData, DynamicsModel, actuator_efforts, re
 from rbc.model.interfaces import actuator_map
 from rbc.sim.reference import LiftedReference
 
-CONTROLLERS = ("pd", "pd+ff", "passive", "task")
+CONTROLLERS = ("pd", "pd+ff", "passive", "task", "allocation")
 DEFAULT_BANDWIDTH = 5.0  # Hz
 DEFAULT_ZETA = 1.0
 

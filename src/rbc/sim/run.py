@@ -34,6 +34,7 @@ from rbc.model.interfaces import port_unit
 from rbc.model.modes import model_for
 from rbc.model.partition import lift
 from rbc.model.solve import SolveError, get_partition, solve_named
+from rbc.sim.allocation_control import AllocationTracking
 from rbc.sim.backends import Backend, backend_class
 from rbc.sim.controllers import (
     CONTROLLERS,
@@ -74,7 +75,8 @@ class SimOptions:
     """A simulation request (the options of ``rbc simulate``; docs/simulate.md).
 
     Attributes:
-        backend: registered backend name; controller: ``pd | pd+ff | passive``.
+        backend: registered backend name; controller: ``pd | pd+ff | passive | task |
+            allocation`` (``allocation``: composed bundles, :mod:`rbc.sim.allocation_control`).
         duration: simulated time [s] (default: the reference's last knot).
         dt: physics step [s]; control_dt: control period [s] (default dt), a multiple of dt.
         reference: reference file; reference_dt: lift grid spacing [s].
@@ -124,7 +126,7 @@ class Prepared:
     kin: CompiledModel
     plant: CompiledModel
     part: Partition
-    controller: Controller | TaskController
+    controller: Controller | TaskController | AllocationTracking
     backend: type[Backend]
     q0: np.ndarray
     v0: np.ndarray
@@ -292,13 +294,16 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
         if given:
             raise UsageError(f"{', '.join(given)} applies to the reduced backend only; the "
                              f"{opts.backend} backend integrates with its own scheme")
-    if opts.controller == "passive":  # gains the passive plant would silently ignore
+    if opts.controller in ("passive", "allocation"):  # PD gains they would ignore
         defaults = SimOptions()
         given = [f"--{k}" for k in ("bandwidth", "zeta", "kp", "kd")
                  if getattr(opts, k) != getattr(defaults, k)]
         if given:
-            raise UsageError(f"{', '.join(given)}: the passive controller applies no gains; "
-                             "drop them or give --controller pd, pd+ff or task")
+            raise UsageError(f"{', '.join(given)}: the {opts.controller} controller applies no "
+                             "PD gains; drop them or give --controller pd, pd+ff or task")
+    if opts.controller == "allocation" and composed is None:
+        raise SimulationError("controller 'allocation' allocates efforts on a composed mode's "
+                              f"supports: {bundle} is not a composed bundle (rbc compose)")
     if opts.reference is not None and (opts.initial or opts.velocity):
         raise UsageError("--set/--velocity conflict with --reference: the reference's first "
                          "knot fixes the initial state")
@@ -314,7 +319,8 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
         duration = splined.duration if opts.duration is None else opts.duration
         cdt, sub, duration = _step_counts(opts, duration)
         check_log_fits(kin, opts, duration, cdt)
-        ref = lift_reference(dm, part, splined, duration, min(opts.reference_dt, duration),
+        ref_dt = cdt if opts.controller == "allocation" else opts.reference_dt  # exact samples
+        ref = lift_reference(dm, part, splined, duration, min(ref_dt, duration),
                              None if progress is None else (lambda x: progress("lift", x)))
         q0, v0 = ref.q[0].copy(), ref.v[0].copy()
     else:
@@ -329,7 +335,7 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
             raise SimulationError(f"--set: {err}") from err
         v0 = lift(kin, part, q0).E @ _speeds(kin, part, opts.velocity)
     gains = ff = None
-    if opts.controller != "passive":
+    if opts.controller not in ("passive", "allocation"):
         gains = default_gains(dm, part, q0, bandwidth=opts.bandwidth, zeta=opts.zeta,
                               kp=opts.kp, kd=opts.kd)
     if opts.controller == "pd+ff":
@@ -337,10 +343,31 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
                                None if progress is None else (lambda x: progress("ff", x)))
     if opts.controller == "task":
         controller = task_controller(dm, part, q0, opts.task, gains, lower, upper)
+    elif opts.controller == "allocation":
+        controller = allocation_controller(composed, part, kin, ref, lower, upper)
     else:
         controller = Controller(opts.controller, gains, ref, ff, lower, upper)
     return Prepared(str(bundle), opts, kin, plant, part, controller, backend, q0, v0,
                     duration, cdt, sub, time.perf_counter() - t0, composed=composed)
+
+
+def allocation_controller(composed: tuple, part: Partition, kin: CompiledModel,
+                          ref: LiftedReference | None, lower: np.ndarray, upper: np.ndarray
+                          ) -> AllocationTracking:
+    """The ``allocation`` controller (:mod:`rbc.sim.allocation_control`) of a composed
+    ``(composition, mode)``: tracking the lifted reference on the control grid, or holding
+    the mode's reference configuration at rest. The nominal model keeps the record's Coulomb
+    friction, as the reduced plant (the only one composed runs take) applies it."""
+    from rbc.compose.dynamics import member_model
+    from rbc.control.controller import AllocationController
+    from rbc.sim.allocation_control import GridReference, HeldReference
+
+    comp, md = composed
+    target = (HeldReference(md.partition.q_ref, kin.nv) if ref is None
+              else GridReference(ref, kin))
+    # the reduced plant applies the record's Coulomb friction: the nominal model keeps it
+    ctrl = AllocationController(member_model(comp, md.name), part, target, coulomb=True)
+    return AllocationTracking(ctrl, lower, upper)
 
 
 def _composed(bundle: str | Path, opts: SimOptions) -> tuple | None:
@@ -493,7 +520,10 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
             plant.switch(sref.schedule.mode_at(i * prep.control_dt), i * prep.control_dt)
             if plant.mode != before:
                 m = plant.measure()
-        cmd[i] = ctrl.command(i * prep.control_dt, m.ports, m.port_rates)
+        if isinstance(ctrl, AllocationTracking):  # it reads the measured state
+            cmd[i] = ctrl.command_measured(i * prep.control_dt, m)
+        else:
+            cmd[i] = ctrl.command(i * prep.control_dt, m.ports, m.port_rates)
         eff[i], clipped[i] = ctrl.clip(cmd[i])
         if links is not None:  # the reactions the interval starts from
             links.record(m.q, m.v, eff[i])
@@ -528,7 +558,7 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
         if ref is not None:
             log[f"tasks/{name}/reference"] = np.array([ref.task_reference(name, t)
                                                        for t in time_s])
-    if isinstance(ctrl, TaskController):
+    if isinstance(ctrl, TaskController | AllocationTracking):
         log.update(ctrl.log())
     attrs = {"bundle": prep.bundle, "backend": opts.backend, "controller": opts.controller,
              "dt": opts.dt, "control_dt": prep.control_dt,
@@ -601,6 +631,8 @@ def _summary(prep: Prepared, plant: Backend, log: dict[str, np.ndarray], wall: f
                                       for i, n in enumerate(names)}}
     if isinstance(ctrl, TaskController):
         out["task"] = ctrl.summary()
+    if isinstance(ctrl, AllocationTracking):
+        out["allocation"] = ctrl.summary()
     if ctrl.gains is not None:
         out["gains"] = {n: {"kp": float(ctrl.gains.kp[i]), "kd": float(ctrl.gains.kd[i]),
                             "reflected_inertia": float(ctrl.gains.inertia[i])}
