@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from rbc.cli.main import main
 from rbc.compiler import compile_to_file
 from tests.compose.conftest import HUMANOID, PAIR, _composed
 from tests.compose.test_dynamics import SOLO  # one humanoid (variant 3) on both soles
@@ -32,3 +33,15 @@ def solo(control_dir):
 def pair(control_dir):
     """The composition (loaded from its bundle) of the two humanoids holding hands."""
     return _composed(str(control_dir), "pair")[1]
+
+
+def run(capsys, *argv):
+    """``rbc argv`` in this process: (exit status, stdout, stderr)."""
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def solo_bundle(solo, control_dir):
+    return control_dir / "solo.h5"

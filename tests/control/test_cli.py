@@ -9,21 +9,10 @@ import json
 import numpy as np
 import pytest
 
-from rbc.cli.main import main
+from tests.control.conftest import run
 
 ALLOCATION_KEYS = {"phase", "slack", "reached", "cone_violation", "active", "efforts",
                    "supports", "error"}
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-@pytest.fixture(scope="module")
-def solo_bundle(solo, control_dir):
-    return control_dir / "solo.h5"
 
 
 def test_standing_still(solo_bundle, solo, capsys):

@@ -8,20 +8,8 @@ import json
 
 import h5py
 import numpy as np
-import pytest
 
-from rbc.cli.main import main
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-@pytest.fixture(scope="module")
-def solo_bundle(solo, control_dir):
-    return control_dir / "solo.h5"
+from tests.control.conftest import run
 
 
 def test_holding_the_stance(solo_bundle, solo, tmp_path, capsys):

@@ -29,7 +29,6 @@ correction is still evaluated but gains nothing.
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 import pinocchio as pin
@@ -39,6 +38,14 @@ from rbc.model.compiled import CompiledModel
 from rbc.model.couplings import coupling_terms
 
 LD = np.longdouble
+#: π in extended precision (``math.pi`` is π rounded to double, 1e-16 off: it would put the
+#: double's rounding back into a helical joint's pitch).
+PI = 4 * np.arctan(LD(1))
+
+
+def _pitch(kind) -> np.ndarray:
+    """A helical joint's translation per radian, lead/(2π) [m/rad], in extended precision."""
+    return LD(kind.lead) / (2 * PI)
 
 
 def _skew(a: np.ndarray) -> np.ndarray:
@@ -54,7 +61,8 @@ def _rotation(axis: np.ndarray, angle: float) -> np.ndarray:
 
 def _quat_rotation(q_wxyz: np.ndarray) -> np.ndarray:
     """The rotation (3, 3) of the normalised quaternion ``[w, x, y, z]``, extended precision."""
-    w, x, y, z = np.asarray(q_wxyz, dtype=LD) / np.sqrt(np.sum(np.asarray(q_wxyz, dtype=LD) ** 2))
+    q = np.asarray(q_wxyz, dtype=LD)
+    w, x, y, z = q / np.sqrt(np.sum(q * q))
     return np.array([
         [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
         [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
@@ -79,8 +87,8 @@ def joint_motion(kind, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if t == "prismatic":
         return np.eye(3, dtype=LD), np.asarray(kind.axis, dtype=LD) * LD(q[0])
     if t == "helical":
-        pitch = LD(kind.lead) / (2 * LD(math.pi))  # m/rad (Pinocchio's HelicalUnaligned)
-        return _rotation(kind.axis, q[0]), np.asarray(kind.axis, dtype=LD) * (pitch * LD(q[0]))
+        axis = np.asarray(kind.axis, dtype=LD)
+        return _rotation(kind.axis, q[0]), axis * (_pitch(kind) * LD(q[0]))
     if t == "cylindrical":
         return _rotation(kind.axis, q[1]), np.asarray(kind.axis, dtype=LD) * LD(q[0])
     if t == "universal":
@@ -102,7 +110,7 @@ def motion_subspace(kind, q: np.ndarray) -> np.ndarray:
     recomputed: the helical pitch, the universal joint's turned first axis)."""
     if kind.type == "helical":
         a = np.asarray(kind.axis, dtype=LD)
-        return np.concatenate([a, a * (LD(kind.lead) / (2 * LD(math.pi)))])[:, None]
+        return np.concatenate([a, a * _pitch(kind)])[:, None]
     if kind.type == "universal":
         a1, a2 = (np.asarray(a, dtype=LD) for a in kind.axes)
         S = np.zeros((6, 2), dtype=LD)
