@@ -35,6 +35,9 @@ repro: $(STAMP)  ## every reproduction target -> artifacts/repro/index.md (docs/
 repro-quick: $(STAMP)  ## every target on its small case list (make test runs it too)
 	$(BIN)/rbc repro --quick
 
+repro-kangaroo: $(STAMP)  ## the Kangaroo-like biped's targets (issue 21 item 2; docs/supports.md)
+	$(BIN)/rbc repro kangaroo-ablation
+
 repro-%: $(STAMP)  ## one target, e.g. make repro-table5-solvers (rbc repro --list)
 	$(BIN)/rbc repro $*
 

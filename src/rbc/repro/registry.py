@@ -24,6 +24,7 @@ TARGETS: dict[str, str] = {
     "refinement": "rbc.repro.refinement",
     "table3-variants": "rbc.repro.table3_variants",
     "free-flight-probes": "rbc.repro.free_flight_probes",
+    "kangaroo-ablation": "rbc.repro.kangaroo_ablation",
 }
 
 

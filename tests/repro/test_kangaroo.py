@@ -1,0 +1,128 @@
+"""The Kangaroo-like biped's studies (issue 21 item 2): the locked-upper-body record, its
+references, the fixed-pelvis feedforward ablation (``kangaroo-ablation``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+from rbc.cli.main import main
+from rbc.repro import kangaroo_ablation as ab
+from rbc.repro import models
+
+
+def _script(path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def locked_script():
+    return _script(models.RECORDS / "make_kangaroo_locked.py")
+
+
+@pytest.fixture(scope="module")
+def refs_script():
+    return _script(models.REFERENCES / "make_kangaroo_references.py")
+
+
+def test_locked_record_is_its_generator_output(locked_script):
+    assert locked_script.text() == models.record_path("kangaroo_locked").read_text()
+
+
+def test_locked_record_changes_only_the_locked_joints(locked_script):
+    full = yaml.safe_load(models.record_path("kangaroo").read_text())
+    locked = yaml.safe_load(models.record_path("kangaroo_locked").read_text())
+    assert locked["bodies"] == full["bodies"]  # every mass and inertia kept
+    assert locked["actuators"] == full["actuators"] and locked["supports"] == full["supports"]
+    joints = {j["name"]: j for j in full["joints"]}
+    for j in locked["joints"]:
+        if j["name"] in locked_script.LOCKED:
+            assert j["type"] == "fixed" and joints[j["name"]]["type"] == "revolute"
+            assert j.get("parent_frame") == joints[j["name"]].get("parent_frame")
+            assert "initial" not in joints[j["name"]]  # locked at its value 0
+        else:
+            assert j == joints[j["name"]]
+    assert {j["name"] for j in locked["joints"]} == set(joints)
+
+
+def test_locked_record_poses_equal_the_full_record_at_zero():
+    """Locking a revolute joint at 0 moves nothing: every body's world pose at the reference
+    configuration is the same in both records (the locked joints at 0 in the full one)."""
+    from rbc.model.kinematics import body_poses
+
+    full, locked = models.compiled("kangaroo"), models.compiled("kangaroo_locked")
+    pf = body_poses(full, full.partitions["default"].q_ref)
+    pl = body_poses(locked, locked.partitions["default"].q_ref)
+    assert len(pl) == len(pf) == len(locked.record.bodies)
+    for body, a, b in zip(locked.record.bodies, pl, pf, strict=True):
+        # 1e-12 m: the two records close their knee loops by separate Newton solves (1e-13)
+        assert np.allclose(a.homogeneous, b.homogeneous, atol=1e-12), body.name
+
+
+def test_legs_reference_is_its_generator_output(refs_script):
+    assert refs_script.legs_text() == ab.REFERENCE.read_text()
+
+
+def test_legs_reference_lies_on_the_closure_manifold():
+    """Lifted on the welded locked model: the closure residual at every 10 ms sample, and the
+    leg-length stroke and the fade (at rest at both ends) as generated."""
+    from rbc.model.compiled import CompiledModel
+    from rbc.model.dynamics import DynamicsModel
+    from rbc.model.kinematics import residual
+    from rbc.sim.reference import lift_reference, load_knots, spline_reference
+    from rbc.sim.run import welded
+
+    kin = welded(CompiledModel.from_bundle(models.bundle(ab.RECORD)))
+    part = kin.partitions["default"]
+    splined = spline_reference(kin, part, load_knots(ab.REFERENCE))
+    lifted = lift_reference(DynamicsModel.build(kin), part, splined, 4.0, 0.01)
+    worst = max(float(np.abs(residual(kin, q)).max()) for q in lifted.q)
+    assert worst < 1e-10  # the corrector's tolerance is 1e-13; 1e-10 m leaves margin
+    assert np.abs(lifted.u[0]).max() < 1e-12 and np.abs(lifted.u[-1]).max() < 1e-12
+    doc = yaml.safe_load(ab.REFERENCE.read_text())
+    stroke = np.asarray(doc["joints"]["leg_left_length_joint"])
+    assert 0.03 < np.ptp(stroke) / 2 <= 0.04 + 1e-12  # the documented ±40 mm bound
+
+
+def test_gains_reproduce_the_papers_linear_gains_and_share_omega_zeta():
+    g = ab.gains()
+    assert g["kp"] == {"left_leg_length": 4e4, "right_leg_length": 4e4}
+    assert g["kd"] == {"left_leg_length": 600.0, "right_leg_length": 600.0}
+    w = 2 * np.pi * g["bandwidth"]
+    m = g["inertia"]["left_leg_length"]
+    assert m * w * w == pytest.approx(4e4, rel=1e-12)
+    assert 2 * g["zeta"] * m * w == pytest.approx(600.0, rel=1e-12)
+
+
+def test_feedforward_lowers_the_port_rms_100x_on_a_short_horizon():
+    """0.2 s on MuJoCo at 100 µs: the RMS from the logged ports against SciPy's spline of the
+    raw knots (independent of rbc's reference lift) falls at least 100× with the
+    feedforward, and agrees with rbc's own figure."""
+    pd, ff = (ab.simulate_case(("mujoco", c, 0.2)) for c in ab.CONTROLLERS)
+    assert pd["physics_steps"] == ff["physics_steps"] == 2000
+    assert pd["linear_rms_spline"] / ff["linear_rms_spline"] >= ab.MIN_RATIO
+    assert pd["rotary_rms"] / ff["rotary_rms"] >= ab.MIN_RATIO
+    for r in (pd, ff):
+        assert r["linear_rms_spline"] == pytest.approx(r["linear_rms"], rel=ab.SPLINE_RTOL)
+        assert r["clipped_steps"] == 0 and r["max_loop_gap"] < 1e-8
+
+
+def test_repro_kangaroo_ablation_quick(tmp_path):
+    code = main(["repro", "kangaroo-ablation", "--quick", "--scheduler", "synchronous",
+                 "--out", str(tmp_path)])
+    res = json.loads((tmp_path / "kangaroo-ablation" / "results.json").read_text())
+    assert code == 0 and res["status"] == "pass"
+    assert {c["name"] for c in res["checks"]} >= {"kangaroo.mujoco.linear_ratio",
+                                                  "kangaroo.pinocchio.linear_ratio"}
+    rows = {r["key"]: r for r in res["comparison"]}
+    assert "1.653" in (tmp_path / "kangaroo-ablation" / "report.md").read_text()
+    assert (tmp_path / "kangaroo-ablation" / "port_errors.png").stat().st_size > 5000
+    assert rows["mujoco.linear_ratio"]["ours"] >= ab.MIN_RATIO
+    assert rows["mujoco.pd.linear_rms_mm"]["paper"] == 1.653
