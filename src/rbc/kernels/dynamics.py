@@ -14,7 +14,7 @@ gives ``h_T + M_T Ė_T u + g_T``, so
     M_r u̇ = rhs           (Cholesky, L Lᵀ),
 
 with τ the smooth loads on every coordinate (damping, springs, constant efforts, port
-efforts) and τ_coulomb ``−μ sign(v)``: the same terms as :func:`rbc.model.dynamics.
+efforts) and τ_coulomb ``−μ sign(v)`` (0 at rest): the same terms as :func:`rbc.model.dynamics.
 reduced_terms` and :func:`~rbc.model.dynamics.forward_dynamics`.
 """
 
@@ -54,6 +54,7 @@ from rbc.kernels.layout import (
     S_NV_TREE,
 )
 from rbc.kernels.se3 import TR, force_cross
+from rbc.model.dynamics import COULOMB_REST_SPEED
 
 
 @njit(cache=True)
@@ -291,9 +292,9 @@ def loads(I, IO, F, FO, q, v, f, tau):
     qidx = iseg(I, IO, I_LD_QIDX)
     for j in range(nv):
         t = -damp[j] * v[j] - stiff[j] * (q[qidx[j]] - rest[j]) + eff[j]
-        if v[j] > 0.0:
+        if v[j] > COULOMB_REST_SPEED:  # at rest below it (model.dynamics.coulomb_direction)
             t -= fric[j]
-        elif v[j] < 0.0:
+        elif v[j] < -COULOMB_REST_SPEED:
             t += fric[j]
         tau[j] = t
     ports = iseg(I, IO, I_PORTS)

@@ -7,7 +7,8 @@ and gravity ``g_T``. All loads are generalized efforts over the full velocity ve
 (tree and cut coordinates): gravity ``−g_T``, joint viscous damping, joint springs, actuator
 viscous drag, point-to-point spring-dampers, constant joint efforts, external wrenches and
 actuator port efforts ``J_ℓᵀ f``; Coulomb friction (joint ``friction`` and actuator
-``coulomb``) is returned as a separate effort (it is set-valued at zero speed).
+``coulomb``) is returned as a separate effort (it is set-valued at zero speed; a speed below
+:data:`COULOMB_REST_SPEED` counts as zero, :func:`coulomb_direction`).
 
 With ``v = E u`` and ``v̇ = E u̇ + Ė u`` (tree rows ``E_T``, ``Ė_T u``):
 
@@ -204,6 +205,22 @@ def spring_states(dm: DynamicsModel, q: np.ndarray, v: np.ndarray) -> list[Sprin
     return out
 
 
+#: Speeds [rad/s or m/s] at or below which Coulomb friction takes no direction (sign 0). A
+#: coordinate at rest in a lifted motion ``v = E u`` comes out as round-off, about
+#: ``n ε ‖E‖ ‖u‖`` ≈ 1e-15 at unit speeds; its sign is noise, and two algebraically equal lifts
+#: (a composed and a one-level one) then disagree by the full friction effort. 1e-12 is
+#: three orders above that round-off for speeds up to ~10 rad/s or m/s and far below any
+#: sliding speed a simulation resolves.
+COULOMB_REST_SPEED = 1e-12
+
+
+def coulomb_direction(v: np.ndarray) -> np.ndarray:
+    """The direction ``sign(v)`` (same shape as v) of Coulomb friction ``−μ sign(v)``, 0 where
+    ``|v| ≤`` :data:`COULOMB_REST_SPEED` (at rest: the set-valued law's zero choice)."""
+    v = np.asarray(v, dtype=float)
+    return np.where(np.abs(v) > COULOMB_REST_SPEED, np.sign(v), 0.0)
+
+
 def joint_passive_efforts(dm: DynamicsModel, q: np.ndarray, v: np.ndarray
                           ) -> tuple[np.ndarray, np.ndarray]:
     """The joint-level part of :func:`passive_efforts` (no point-to-point elements):
@@ -212,7 +229,7 @@ def joint_passive_efforts(dm: DynamicsModel, q: np.ndarray, v: np.ndarray
     c = load_coefficients(k)
     v = np.asarray(v, dtype=float)
     tau = -c.damping * v - c.stiffness * (np.asarray(q)[c.q_index] - c.rest)
-    coul = -c.friction * np.sign(v)
+    coul = -c.friction * coulomb_direction(v)
     for f in k.record.forces:
         if isinstance(f, JointEffort):
             tau[k.v_slice(k.edge(f.joint))] += f.value

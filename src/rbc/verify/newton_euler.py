@@ -73,7 +73,7 @@ import pinocchio as pin
 from rbc.ir import spatial as sp
 from rbc.ir.record import JointEffort, SpringForce
 from rbc.ir.unionfind import UnionFind
-from rbc.model.dynamics import DynamicsModel, Wrench
+from rbc.model.dynamics import DynamicsModel, Wrench, coulomb_direction
 from rbc.model.profiles import profile_terms
 from rbc.model.tree import inertia_tensor
 from rbc.verify.kkt50 import annihilator
@@ -322,13 +322,13 @@ class NewtonEuler:
                                          np.zeros(0), np.zeros(0), 0.0))
                 continue
             kj = np.linalg.pinv(S) @ Dm  # (nv_j, 6nb): q̇_j = k_j ν
-            tau = efforts.get(j.name, 0.0) - j.damping * qd - j.friction * np.sign(qd)
+            tau = efforts.get(j.name, 0.0) - j.damping * qd - j.friction * coulomb_direction(qd)
             if j.spring.stiffness and kind.nv == 1:
                 tau = tau - j.spring.stiffness * (qj - j.spring.rest)
             alpha = armature.get(j.name, 0.0)
             if j.name in acts:
                 act, ia, coef = acts[j.name]
-                tau = tau - act.viscous * qd - act.coulomb * np.sign(qd)
+                tau = tau - act.viscous * qd - act.coulomb * coulomb_direction(qd)
                 if f is not None:
                     tau = tau + coef * f[ia]
                 alpha += act.rotor_inertia * act.transmission.reduction ** 2

@@ -108,6 +108,7 @@ from rbc.model.closure import ClosureError
 from rbc.model.dynamics import (
     DynamicsData,
     DynamicsModel,
+    coulomb_direction,
     forward_dynamics,
     load_coefficients,
     reduced_terms,
@@ -370,7 +371,7 @@ class ReducedBackend(Backend):
         if self._mu is None:
             return
         self._close(self.x)
-        sign = np.sign(self.close.lifted.E @ self.u)
+        sign = coulomb_direction(self.close.lifted.E @ self.u)
         if not np.array_equal(sign, self._sign):
             self._sign, self._k1 = sign, None  # a cached first stage used the old one
 
