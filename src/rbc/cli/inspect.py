@@ -92,6 +92,18 @@ def inspect_command(
         for c in s["chords"]:
             t.add_row(c["joint"], str(c["path_length"]), c["lca"])
         con.print(t)
+    if s["path_families"]:
+        t = Table(title=f"common-endpoint path families (factor products per residual: "
+                        f"{s['path_factors']['total']} → {s['path_factors']['evaluated']})",
+                  title_justify="left")
+        for col in ("endpoint", "chords", "paths", "comparisons (all pairs)", "shared tree branch",
+                    "saved"):
+            t.add_column(col)
+        for f in s["path_families"]:
+            t.add_row(f["endpoint"], ", ".join(f["chords"]), str(f["paths"]),
+                      f"{f['comparisons']} ({f['all_pairs']})", " · ".join(f["shared"]),
+                      str(f["saving"]))
+        con.print(t)
     if s["modules"]:
         t = Table(title="dependency modules", title_justify="left")
         for col in ("#", "chords", "couplings", "rows", "variables"):

@@ -14,6 +14,7 @@ identity factor.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,3 +92,80 @@ class ClosurePaths:
             lines.append(f"  {p.name} ({g.vertex_name(p.b)} -> {g.vertex_name(p.c)}, "
                          f"lca {g.vertex_name(p.lca)}, |P|={p.length}): {chain or 'I'}")
         return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class PathFamily:
+    """Chords whose closure paths end (``side == "suffix"``) or start (``"prefix"``) with the
+    same stretch of tree path: loops that meet at a common endpoint body through one shared
+    tree branch — the Stewart platform reached from the base through each of its legs.
+
+    The family has ``n_paths = len(chords) + 1`` paths between its two endpoints (the tree
+    branch and one through each chord) and needs ``n_paths − 1`` comparisons, one per chord,
+    not one per pair of paths; the shared stretch's product is evaluated once per family
+    instead of once per chord, saving ``(len(chords) − 1) · len(shared)`` factor products
+    per residual evaluation.
+
+    Attributes:
+        chords: chord positions (0 … n_chords−1), ascending.
+        shared: the common factors ``((edge, sign), …)`` in path order.
+        side: ``"suffix"`` (the paths end with ``shared``) or ``"prefix"`` (they start with it).
+    """
+
+    chords: tuple[int, ...]
+    shared: tuple[tuple[int, int], ...]
+    side: str
+
+    @property
+    def n_paths(self) -> int:
+        """N_p: paths between the family's endpoints (the tree branch plus one per chord)."""
+        return len(self.chords) + 1
+
+    @property
+    def saving(self) -> int:
+        """Factor products saved per residual evaluation by evaluating ``shared`` once."""
+        return (len(self.chords) - 1) * len(self.shared)
+
+
+def _common(paths: Sequence[Sequence[tuple[int, int]]], members: list[int], side: str) -> int:
+    """Length of the common suffix (or prefix) of the members' factor lists."""
+    seqs = [list(paths[i])[::-1] if side == "suffix" else list(paths[i]) for i in members]
+    n = 0
+    while all(len(s) > n for s in seqs) and all(s[n] == seqs[0][n] for s in seqs):
+        n += 1
+    return n
+
+
+def path_families(paths: Sequence[Sequence[tuple[int, int]]]) -> tuple[PathFamily, ...]:
+    """Common-endpoint path families of a model's closure paths (RoboCompiler's pairwise
+    path comparison: N_p paths to one endpoint need N_p − 1 comparisons).
+
+    Chords are grouped by their last factor (common endpoint reached through one tree
+    branch, the suffix families) and then, among the chords left, by their first factor
+    (prefix families); a group's shared stretch is its members' longest common suffix or
+    prefix, so each chord belongs to at most one family. (A subgroup that shares a longer
+    stretch than its whole group keeps only the group's: the saving is a lower bound.)
+
+    Args:
+        paths: per chord, its factors ``((edge, sign), …)`` from b to c
+            (:attr:`rbc.model.compiled.CompiledModel.paths`); an empty path (a chord
+            between a body and its tree parent's frame) joins no family.
+
+    Returns:
+        The families with at least two chords, suffix families first, each ordered by its
+        first chord.
+    """
+    out: list[PathFamily] = []
+    taken: set[int] = set()
+    for side, end in (("suffix", -1), ("prefix", 0)):
+        groups: dict[tuple[int, int], list[int]] = {}
+        for i, p in enumerate(paths):
+            if p and i not in taken:
+                groups.setdefault(tuple(p[end]), []).append(i)
+        for members in sorted((m for m in groups.values() if len(m) > 1), key=lambda m: m[0]):
+            n = _common(paths, members, side)
+            seq = tuple(tuple(f) for f in paths[members[0]])
+            shared = seq[len(seq) - n:] if side == "suffix" else seq[:n]
+            out.append(PathFamily(tuple(members), shared, side))
+            taken.update(members)
+    return tuple(out)

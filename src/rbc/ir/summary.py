@@ -2,7 +2,10 @@
 
 Keys (documented in docs/cli.md): ``name``, ``bodies``, ``joints``, ``components``,
 ``cycle_rank``, ``tree_joints``, ``cut_joints``, ``chords`` (list of ``{joint, path_length,
-lca}``), ``modules`` (list of ``{chords, couplings, size, variables}`` — ``size`` is the
+lca}``), ``path_families`` (common-endpoint families: list of ``{side, endpoint, chords,
+paths, comparisons, all_pairs, shared, saving}``, :func:`rbc.ir.paths.path_families`),
+``path_factors`` (``{total, evaluated}``: factor products per residual evaluation without
+and with each family's shared stretch composed once), ``modules`` (list of ``{chords, couplings, size, variables}`` — ``size`` is the
 number of residual rows), ``nq``, ``nv``, ``nq_tree``, ``nv_tree``, ``actuators``,
 ``partitions`` (list of ``{name, rank, independent (joint names), speeds,
 largest_block}``), ``modes`` (list of ``{name, supports, closure_rank (on the tree speeds),
@@ -19,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from rbc.ir.bundle import BundleData, groups_under, read_bundle
+from rbc.ir.paths import path_families
 
 
 def _groups(ptr: np.ndarray, flat: np.ndarray) -> list[list[int]]:
@@ -61,6 +65,27 @@ def _composition(d: BundleData) -> dict | None:
             "modes": modes}
 
 
+def _families(d: BundleData, chord_names: list[str], edge_name: list[str], bodies: list[str]
+              ) -> tuple[list[dict], dict]:
+    """The path families of the stored closure paths and the factor counts they save."""
+    ptr, pe, ps = (d.array(f"/chords/path_{k}") for k in ("ptr", "edge", "sign"))
+    paths = [tuple(zip(pe[ptr[i]:ptr[i + 1]].tolist(), ps[ptr[i]:ptr[i + 1]].tolist(),
+                       strict=True)) for i in range(len(chord_names))]
+    chord_edge = d.array("/chords/edge")
+    end = {"suffix": d.array("/graph/child"), "prefix": d.array("/graph/parent")}
+    world = len(bodies)
+    fams = path_families(paths)
+    out = []
+    for f in fams:
+        v = int(end[f.side][int(chord_edge[f.chords[0]])])
+        out.append({"side": f.side, "endpoint": "world" if v == world else bodies[v],
+                    "chords": [chord_names[i] for i in f.chords], "paths": f.n_paths,
+                    "comparisons": f.n_paths - 1, "all_pairs": f.n_paths * (f.n_paths - 1) // 2,
+                    "shared": [edge_name[k] for k, _ in f.shared], "saving": f.saving})
+    total = sum(len(p) for p in paths)
+    return out, {"total": total, "evaluated": total - sum(f.saving for f in fams)}
+
+
 def summarize(path: str | Path) -> dict:
     """Read a bundle (:func:`rbc.ir.bundle.read_bundle`: untrusted, fully checked) and
     return its summary dictionary.
@@ -85,6 +110,7 @@ def summarize(path: str | Path) -> dict:
     edges_of = _groups(d.array("/modules/edges_ptr"), d.array("/modules/edges"))
     coupling_names = d.strings("/interfaces/couplings/name")
     v_off, nv = d.array("/coordinates/v_offset"), d.array("/graph/nv")
+    families, factors = _families(d, chord_names, edge_name, bodies)
     partitions = []
     for name in groups_under(d, "/partitions"):
         g = f"/partitions/{name}"
@@ -141,6 +167,8 @@ def summarize(path: str | Path) -> dict:
              "lca": "world" if lca[i] == world else bodies[lca[i]]}
             for i in range(len(chord_names))
         ],
+        "path_families": families,
+        "path_factors": factors,
         "modules": [
             {"chords": [chord_names[c] for c in ch],
              "couplings": [coupling_names[c] for c in co],

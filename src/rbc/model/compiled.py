@@ -24,6 +24,7 @@ from rbc.ir.derived import record_datasets
 from rbc.ir.graph import frozen_array
 from rbc.ir.joints import JointKind, joint_kind
 from rbc.ir.modules import Modules
+from rbc.ir.paths import PathFamily, path_families
 from rbc.ir.record import Joint, Pose, Record
 from rbc.model.couplings import CouplingForm, coupling_form
 
@@ -223,6 +224,11 @@ class CompiledModel:
     @functools.cached_property
     def _edge_index(self) -> dict[str, int]:
         return {n: k for k, n in enumerate(self.edge_names)}
+
+    @functools.cached_property
+    def families(self) -> tuple[PathFamily, ...]:
+        """Common-endpoint path families of the chords (:func:`rbc.ir.paths.path_families`)."""
+        return path_families(self.paths)
 
     @functools.cached_property
     def v_edge(self) -> np.ndarray:

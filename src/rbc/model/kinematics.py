@@ -199,16 +199,47 @@ def residual(model: CompiledModel, q: np.ndarray, chords: Iterable[int] | None =
     cache = TransformCache(model, q)
     ch = range(model.n_chords) if chords is None else chords
     cp = range(len(model.coupling_rows)) if couplings is None else couplings
-    parts = [_chord_residual(model, i, cache) for i in ch]
+    shared = _SharedStretches(model, cache)
+    parts = [_chord_residual(model, i, cache, shared) for i in ch]
     parts.append(np.array([coupling_value(model, c, q) for c in cp]))
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
-def _chord_residual(model: CompiledModel, i: int, cache: TransformCache) -> np.ndarray:
+def _product(factors, cache: TransformCache) -> pin.SE3:
+    """``∏ X_k^{σ}`` over factors ``((edge, sign), …)`` in order."""
     W = pin.SE3.Identity()
-    for k, s in model.paths[i]:
+    for k, s in factors:
         W = W * (cache.X(k) if s > 0 else cache.X(k).inverse())
-    return sp.log6(W * cache.X(model.chord_edges[i]).inverse())
+    return W
+
+
+class _SharedStretches:
+    """Per-state products of the path families' shared stretches, each evaluated once
+    (:func:`rbc.ir.paths.path_families`: N_p paths to a common endpoint, N_p − 1
+    comparisons, the common tree branch composed once)."""
+
+    def __init__(self, model: CompiledModel, cache: TransformCache) -> None:
+        self.cache = cache
+        self.of = {i: f for f in model.families for i in f.chords}
+        self.products: dict[int, pin.SE3] = {}
+
+    def split(self, i: int, path) -> tuple[pin.SE3, pin.SE3]:
+        """``(left, right)`` with ``left · right`` = chord i's path product."""
+        f = self.of.get(i)
+        if f is None:
+            return _product(path, self.cache), pin.SE3.Identity()
+        if id(f) not in self.products:
+            self.products[id(f)] = _product(f.shared, self.cache)
+        S, n = self.products[id(f)], len(f.shared)
+        if f.side == "suffix":
+            return _product(path[:len(path) - n], self.cache), S
+        return S, _product(path[n:], self.cache)
+
+
+def _chord_residual(model: CompiledModel, i: int, cache: TransformCache,
+                    shared: _SharedStretches) -> np.ndarray:
+    left, right = shared.split(i, model.paths[i])
+    return sp.log6(left * right * cache.X(model.chord_edges[i]).inverse())
 
 
 def coupling_value(model: CompiledModel, c: int, q: np.ndarray) -> float:
