@@ -562,6 +562,7 @@ class _Writer:
     one_dof: dict[int, str] = field(default_factory=dict)  # edge → its MuJoCo hinge/slide
     depth: dict[int, int] = field(default_factory=dict)  # vertex → body nesting (world 0)
     roots: list[MjJoint] = field(default_factory=list)
+    condim: int = CONTACT_CONDIM  # of the support geoms and the floor
     support_geoms: dict[str, str] = field(default_factory=dict)  # support → its geom
 
 
@@ -589,8 +590,8 @@ def _scaled(inertia: pin.Inertia, s: float) -> pin.Inertia:
 
 
 def export_mjcf(model: CompiledModel, partition: Partition,
-                timestep: float = DEFAULT_TIMESTEP, floor: float | str | None = "auto"
-                ) -> MjcfExport:
+                timestep: float = DEFAULT_TIMESTEP, floor: float | str | None = "auto",
+                contact_condim: int = CONTACT_CONDIM) -> MjcfExport:
     """Build the MJCF document of a compiled model (pure; see the module docstring).
 
     Args:
@@ -601,6 +602,8 @@ def export_mjcf(model: CompiledModel, partition: Partition,
         floor: height [m] of the ground plane along −gravity, None for none, ``"auto"``:
             the lowest support contact at the keyframe when the record has a floating body
             and supports (:func:`support_contact_level`), else none.
+        contact_condim: MuJoCo ``condim`` of the support geoms and the floor: 3 (sliding
+            friction, the default), 4 (and torsional), 6 (and rolling).
 
     Returns:
         :class:`MjcfExport`.
@@ -620,7 +623,11 @@ def export_mjcf(model: CompiledModel, partition: Partition,
     length = float(partition.length_scale)
     balls = cut_balls(model, np.asarray(partition.q_ref, dtype=float), length)
     dropped = frozenset(v for b in balls.values() for v in b.bodies)
-    w = _Writer(model, partition, timestep, merged_bodies(model, dropped), own, balls, dropped)
+    if contact_condim not in (1, 3, 4, 6):
+        raise CompileError(f"MJCF export: contact condim {contact_condim} is not one of MuJoCo's "
+                           "1, 3, 4, 6")
+    w = _Writer(model, partition, timestep, merged_bodies(model, dropped), own, balls, dropped,
+                condim=contact_condim)
     root = etree.Element("mujoco", model=rec.name)
     etree.SubElement(root, "compiler", angle="radian", inertiafromgeom="false",
                      autolimits="true", boundmass="0", boundinertia="0")
@@ -847,7 +854,7 @@ def _support_geoms(w: _Writer, v: int, el: etree._Element) -> None:
             continue
         w.support_geoms[s.name] = w.names.take("geom", s.name)
         common = {"name": w.support_geoms[s.name], "mass": "0", "contype": "1",
-                  "conaffinity": "0", "priority": "1", "condim": str(CONTACT_CONDIM),
+                  "conaffinity": "0", "priority": "1", "condim": str(w.condim),
                   "friction": f"{fmt(s.friction)} 0.005 0.0001",
                   "solref": vec(s.solref or CONTACT_SOLREF), "solimp": vec(CONTACT_SOLIMP)}
         T = sp.se3_from_pose(s.pose)
@@ -873,7 +880,7 @@ def _ground(w: _Writer, opt: etree._Element, world: etree._Element, gravity: np.
         np.eye(3) if up[2] > 0 else np.diag([1.0, -1.0, -1.0]))
     gel = etree.Element("geom", name=w.names.take("geom", "floor"), type="plane",
                         size="0 0 1", contype="0", conaffinity="1",
-                        condim=str(CONTACT_CONDIM))
+                        condim=str(w.condim))
     _pose_attrs(gel, pin.SE3(R, height * up))
     world.insert(0, gel)
 

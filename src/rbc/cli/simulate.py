@@ -89,6 +89,13 @@ def simulate_command(
     partition: Annotated[str | None, typer.Option(help="Stored partition name.")] = None,
     mode: Annotated[str | None, typer.Option(
         "--mode", help="Composed bundles: the composed mode (default: the first).")] = None,
+    plant: Annotated[str | None, typer.Option(
+        "--plant", help="Composed bundles on --backend mujoco: ideal (default) or realistic "
+        "(drive and bearing friction, 2 ms effort lag, torque-speed limit, sensor noise; "
+        "docs/composition.md).")] = None,
+    seed: Annotated[int | None, typer.Option(
+        "--seed", help="--plant realistic: seed of the measurement noise (default 0).")
+    ] = None,
     fix_root: Annotated[bool, typer.Option(
         "--fix-root", help="Weld floating roots to the world (fixed-base experiments).")
     ] = False,
@@ -137,7 +144,7 @@ def simulate_command(
         inertia_scale=inertia_scale, bandwidth=bandwidth, zeta=zeta,
         kp=_pairs(kp, "--kp", ge=0), kd=_pairs(kd, "--kd", ge=0),
         integrator=integrator, rtol=rtol, atol=atol, evaluator=evaluator, partition=partition,
-        fix_root=fix_root, mode=mode)
+        fix_root=fix_root, mode=mode, plant=plant, seed=seed)
     labels = {"lift": "lifting the reference", "ff": "feedforward table",
               "simulate": f"simulating ({backend})"}
     with progress_bar(TextColumn("{task.description}"), BarColumn(), TextColumn(

@@ -29,8 +29,8 @@ from rbc.errors import UsageError
 from rbc.model.compiled import CompiledModel
 from rbc.model.dynamics import DynamicsData
 
-#: Backends a composed mode runs on (the others would need the mode model exported).
-COMPOSED_BACKENDS = ("reduced",)
+#: Backends a composed mode runs on (the engines through :mod:`rbc.compose.plant`).
+COMPOSED_BACKENDS = ("reduced", "mujoco", "pinocchio")
 
 
 def check_run(bundle: str, md: ComposedMode, backend: str, fix_root: bool,
@@ -38,14 +38,14 @@ def check_run(bundle: str, md: ComposedMode, backend: str, fix_root: bool,
     """Refuse the ``rbc simulate`` options that do not apply to a composed mode.
 
     Raises:
-        UsageError: another backend than the reduced plant, ``--fix-root`` (the supports
+        UsageError: a backend that is not one of :data:`COMPOSED_BACKENDS`, ``--fix-root`` (the supports
             and links hold the floating bases; compose a fixed-base member instead), or a
             reference with a support-mode schedule (the composition's modes are chosen by
             ``--mode``).
     """
     if backend not in COMPOSED_BACKENDS:
         raise UsageError(f"--backend {backend}: {bundle} is a composed bundle, which runs on "
-                         f"the {', '.join(COMPOSED_BACKENDS)} plant (valid: "
+                         f"the {', '.join(COMPOSED_BACKENDS)} plants (valid: "
                          f"{', '.join(COMPOSED_BACKENDS)})")
     if fix_root:
         raise UsageError(f"--fix-root: {bundle} is a composed bundle; its mode "

@@ -90,6 +90,9 @@ class SimOptions:
         fix_root: weld floating roots to the world (fixed-base experiments; recompiles).
         task: the task request of ``--controller task`` (:mod:`rbc.tasks.request`).
         mode: a composed bundle's mode (default: its first; docs/composition.md).
+        plant: a composed bundle's engine plant variant, ``ideal | realistic``
+            (:mod:`rbc.compose.plant`; None: ideal on MuJoCo and Pinocchio);
+        seed: the realistic plant's measurement-noise seed.
     """
 
     backend: str = "reduced"
@@ -115,6 +118,8 @@ class SimOptions:
     fix_root: bool = False
     task: TaskRequest | None = None
     mode: str | None = None
+    plant: str | None = None
+    seed: int | None = None
 
 
 @dataclass(eq=False)
@@ -269,6 +274,10 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
         raise SimulationError(f"unknown controller '{opts.controller}'; valid: "
                               f"{', '.join(CONTROLLERS)}")
     composed = _composed(bundle, opts)
+    if composed is not None and opts.backend != "reduced":
+        from rbc.compose.plant import composed_backend
+
+        backend = composed_backend(opts.backend)
     if composed is None:
         kin = CompiledModel.from_bundle(bundle)
         if opts.fix_root and any(b.kind == "floating" for b in kin.record.bodies):
@@ -344,7 +353,8 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
     if opts.controller == "task":
         controller = task_controller(dm, part, q0, opts.task, gains, lower, upper)
     elif opts.controller == "allocation":
-        controller = allocation_controller(composed, part, kin, ref, lower, upper)
+        controller = allocation_controller(composed, part, kin, ref, lower, upper,
+                                           coulomb=opts.backend == "reduced")
     else:
         controller = Controller(opts.controller, gains, ref, ff, lower, upper)
     return Prepared(str(bundle), opts, kin, plant, part, controller, backend, q0, v0,
@@ -352,12 +362,13 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
 
 
 def allocation_controller(composed: tuple, part: Partition, kin: CompiledModel,
-                          ref: LiftedReference | None, lower: np.ndarray, upper: np.ndarray
-                          ) -> AllocationTracking:
+                          ref: LiftedReference | None, lower: np.ndarray, upper: np.ndarray,
+                          coulomb: bool = True) -> AllocationTracking:
     """The ``allocation`` controller (:mod:`rbc.sim.allocation_control`) of a composed
     ``(composition, mode)``: tracking the lifted reference on the control grid, or holding
     the mode's reference configuration at rest. The nominal model keeps the record's Coulomb
-    friction, as the reduced plant (the only one composed runs take) applies it."""
+    friction (``coulomb``) when the plant applies it — the reduced plant; the ideal engine
+    plants have none (:mod:`rbc.compose.plant`), the realistic one its own."""
     from rbc.compose.dynamics import member_model
     from rbc.control.controller import AllocationController
     from rbc.sim.allocation_control import GridReference, HeldReference
@@ -366,7 +377,7 @@ def allocation_controller(composed: tuple, part: Partition, kin: CompiledModel,
     target = (HeldReference(md.partition.q_ref, kin.nv) if ref is None
               else GridReference(ref, kin))
     # the reduced plant applies the record's Coulomb friction: the nominal model keeps it
-    ctrl = AllocationController(member_model(comp, md.name), part, target, coulomb=True)
+    ctrl = AllocationController(member_model(comp, md.name), part, target, coulomb=coulomb)
     return AllocationTracking(ctrl, lower, upper)
 
 
@@ -386,6 +397,15 @@ def _composed(bundle: str | Path, opts: SimOptions) -> tuple | None:
 
         check_run(str(bundle), opened[1], opts.backend, opts.fix_root,
                   opts.reference is not None and has_schedule(opts.reference))
+    if opened is not None and opts.backend != "reduced":
+        from rbc.compose.plant import check_plant
+
+        check_plant(str(bundle), *opened, opts.backend, opts.plant, opts.seed)
+    elif opts.plant is not None or opts.seed is not None:
+        given = "--plant" if opts.plant is not None else "--seed"
+        raise UsageError(f"{given} chooses a composed bundle's MuJoCo or Pinocchio plant "
+                         f"(--backend mujoco|pinocchio on a bundle written by rbc compose); "
+                         f"{bundle} runs on the {opts.backend} plant")
     return opened
 
 
@@ -479,12 +499,21 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
                            evaluator=opts.evaluator)
         supports = SupportLog(plant, sref)
     else:
+        engine = {}
+        if prep.composed is not None and opts.backend != "reduced":
+            from rbc.compose.plant import plant_options
+
+            engine = plant_options(prep.composed, opts.plant, opts.seed)
         plant = prep.backend(prep.plant, prep.part, prep.q0, prep.v0, opts.dt,
                              integrator=opts.integrator, rtol=opts.rtol, atol=opts.atol,
-                           evaluator=opts.evaluator)
+                             evaluator=opts.evaluator, **engine)
         supports = None
     links = None
-    if prep.composed is not None:
+    if prep.composed is not None and opts.backend != "reduced":
+        from rbc.compose.plant import PlantWrenchLog
+
+        links = PlantWrenchLog(*prep.composed, prep.plant, plant)
+    elif prep.composed is not None:
         from rbc.compose.runlog import WrenchLog
 
         links = WrenchLog(*prep.composed, prep.plant)
@@ -591,6 +620,8 @@ def _summary(prep: Prepared, plant: Backend, log: dict[str, np.ndarray], wall: f
     out: dict[str, object] = {
         "bundle": prep.bundle, "backend": opts.backend, "controller": opts.controller,
         "integrator": opts.integrator if opts.backend == "reduced" else None,
+        "plant": (opts.plant or "ideal") if prep.composed is not None
+        and opts.backend != "reduced" else None,
         "duration": prep.duration, "dt": opts.dt, "control_dt": prep.control_dt,
         "payload": {b: kg for b, kg in opts.payload}, "inertia_scale": opts.inertia_scale,
     }

@@ -28,7 +28,7 @@ from dataclasses import replace
 import mujoco
 import numpy as np
 
-from rbc.backends.mjcf_export import check_loads, export_mjcf
+from rbc.backends.mjcf_export import CONTACT_CONDIM, check_loads, export_mjcf
 from rbc.errors import CompileError
 from rbc.ir import spatial as sp
 from rbc.model.modes import base_sizes, cut_coordinates
@@ -60,10 +60,10 @@ class MujocoBackend(Backend):
     native_contact = True
 
     def __init__(self, plant, part, q0, v0, dt, floor: float | str | None = "auto",
-                 **options) -> None:
+                 contact_condim: int = CONTACT_CONDIM, **options) -> None:
         super().__init__(plant, part, q0, v0, dt)
         exp = export_mjcf(plant, replace(part, q_ref=np.asarray(q0, dtype=float)), timestep=dt,
-                          floor=floor)
+                          floor=floor, contact_condim=contact_condim)
         self.exp = exp
         self.xml = exp.to_string()
         m = self.m = mujoco.MjModel.from_xml_string(self.xml)
@@ -150,12 +150,13 @@ class MujocoBackend(Backend):
         mujoco.mj_fwdPosition(self.m, self.d)
         return self.d.actuator_length.copy()
 
-    def base_state(self) -> tuple[np.ndarray, np.ndarray]:
-        """rbc (q, v) of the current qpos/qvel: the export's maps inverted — Newton on
-        ``qpos_of(q) = qpos`` (MuJoCo's ``mj_differentiatePos`` as the residual, the
-        velocity map P as its Jacobian, from the last readback; merged chains, gimbal balls
-        and split-body cuts included) and ``v = P⁺ qvel``; the record's direct cut
-        coordinates solved from the tree and their speeds from the lift."""
+    def tree_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """rbc ``(q (nq,), v (nv,))`` of the current qpos/qvel with the tree part exact: the
+        export's maps inverted — Newton on ``qpos_of(q) = qpos`` (MuJoCo's
+        ``mj_differentiatePos`` as the residual, the velocity map P as its Jacobian, from
+        the last readback; merged chains, gimbal balls and split-body cuts included) and
+        ``v = P⁺ qvel`` (the tree speeds). The cut coordinates that qpos does not determine
+        are left at the last readback's values (:meth:`base_state` solves them)."""
         k, m, d, exp = self.plant, self.m, self.d, self.exp
         q, dq = self._q_last.copy(), np.zeros(m.nv)
         for _ in range(READBACK_ITERATIONS):
@@ -164,9 +165,16 @@ class MujocoBackend(Backend):
                 break
             P = exp.velocity_map(k, q)
             q = k.integrate(q, np.linalg.lstsq(P, dq, rcond=None)[0])
-        q = cut_coordinates(k, q)
         self._q_last = q
-        v = np.linalg.lstsq(exp.velocity_map(k, q), d.qvel, rcond=None)[0]
+        return q, np.linalg.lstsq(exp.velocity_map(k, q), d.qvel, rcond=None)[0]
+
+    def base_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """rbc (q, v) of the current qpos/qvel (:meth:`tree_state`), the record's cut
+        coordinates' speeds from the lift."""
+        k = self.plant
+        q, v = self.tree_state()
+        q = self._q_last = cut_coordinates(k, q)
+        v = np.linalg.lstsq(self.exp.velocity_map(k, q), self.d.qvel, rcond=None)[0]
         nq, nv = base_sizes(k)
         if nv > k.nv_tree:
             L = lift(k, self.part, q)
@@ -193,6 +201,24 @@ class MujocoBackend(Backend):
                     name = geoms[g]
                     p = d.geom_xpos[g]
                     out[name] += np.concatenate([np.cross(c.pos - p, f), f])
+        return out
+
+    def cut_wrenches(self, cuts: tuple[str, ...]) -> dict[str, np.ndarray]:
+        """``{cut: (6,) [n; f]}``: the force of each ``connect`` equality of a spherical cut
+        (named after the cut) at the current state (``mj_forward``'s ``efc_force``), as
+        the wrench the cut's first body exerts on its second, world axes, about the
+        constraint point. A connect's rows are the world-frame residual ``p₁ − p₂`` of its
+        two sites, so ``efc_force`` f acts as +f on the first site and −f on the second;
+        its moment is zero. Cuts without a connect equality (welds) are left out."""
+        m, d = self.m, self.d
+        out = {}
+        for c in cuts:
+            i = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_EQUALITY, c)
+            if i < 0 or m.eq_type[i] != mujoco.mjtEq.mjEQ_CONNECT:
+                continue
+            rows = np.flatnonzero((d.efc_type == mujoco.mjtConstraint.mjCNSTR_EQUALITY)
+                                  & (d.efc_id == i))
+            out[c] = np.concatenate([np.zeros(3), -d.efc_force[rows]])
         return out
 
     def measure(self) -> Measurement:

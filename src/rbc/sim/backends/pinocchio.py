@@ -74,8 +74,7 @@ class PinocchioBackend(Backend):
         self.cdatas = self.pmod.constraint_datas()
         pin.initConstraintDynamics(self.model, self.data, self.pmod.constraints, self.cdatas)
         self.prox = pin.ProximalSettings(*PROXIMAL)
-        self.q = t.q_pin(np.asarray(q0, float)[: plant.nq_tree])
-        self.v = t.v_pin(np.asarray(v0, float)[: plant.nv_tree])
+        self.set_state(q0, v0)
         pm = ports(plant)
         # the constant port maps in Pinocchio's coordinates (ports read tree joints); the
         # ports that depend on q (distance, profile) are evaluated on the rbc model
@@ -92,14 +91,26 @@ class PinocchioBackend(Backend):
         self.probe = TreeProbe(t, record_tasks(plant))
         self.gap_names = tuple(s.name for s in self.pmod.specs)
 
+    def set_state(self, q: np.ndarray, v: np.ndarray) -> None:
+        """Set the tree state from rbc ``(q (nq,), v (nv,))`` (their tree parts)."""
+        k, t = self.plant, self.tree
+        self.q = t.q_pin(np.asarray(q, float)[: k.nq_tree])
+        self.v = t.v_pin(np.asarray(v, float)[: k.nv_tree])
+
+    def evaluate(self, f: np.ndarray) -> np.ndarray:
+        """Tree accelerations (nv_pin,) at the current state with port efforts f (n_act,),
+        Pinocchio's order; the constraint forces are left in the constraint datas
+        (:meth:`cut_wrenches`)."""
+        _, P = self._ports()
+        tau = P.T @ f - self.damping * self.v
+        return pin.constraintDynamics(self.model, self.data, self.q, self.v, tau,
+                                      self.pmod.constraints, self.cdatas, self.prox)
+
     def advance(self, f: np.ndarray, steps: int) -> None:
         h = self.dt
         for _ in range(steps):
             ell0, P = self._ports()
-            tau = -self.damping * self.v
-            tau += P.T @ f
-            a = pin.constraintDynamics(self.model, self.data, self.q, self.v, tau,
-                                       self.pmod.constraints, self.cdatas, self.prox)
+            a = self.evaluate(f)
             rate0 = P @ self.v
             self.work_passive -= float(self.damping @ (self.v * self.v)) * h
             self.v = self.v + h * a
@@ -117,15 +128,25 @@ class PinocchioBackend(Backend):
         q[t.q_perm] = self.q
         ell, J = port_state(k, q)
         return ell, J[:, : k.nv_tree][:, t.v_perm]
-    def base_state(self) -> tuple[np.ndarray, np.ndarray]:
-        """The tree state in rbc order; the record's cut coordinates solved from it."""
+    def tree_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """rbc ``(q (nq,), v (nv,))``: the tree state in rbc order; cut coordinates at the
+        identity and their speeds zero (not Pinocchio's state; :meth:`base_state` solves
+        the record's)."""
         k, t = self.plant, self.tree
-        nq, nv = base_sizes(k)
         q = np.zeros(k.nq)
         q[: k.nq_tree] = _inverse_perm(self.q, t.q_perm)
-        q = cut_coordinates(k, _support_identity(k, q))
-        v = np.zeros(nv)
+        q = _support_identity(k, q)
+        v = np.zeros(k.nv)
         v[: k.nv_tree] = t.v_rbc(self.v)
+        return q, v
+
+    def base_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """The tree state in rbc order; the record's cut coordinates solved from it."""
+        k = self.plant
+        nq, nv = base_sizes(k)
+        q, v = self.tree_state()
+        q = cut_coordinates(k, q)
+        v = v[:nv]
         if nv > k.nv_tree:  # the record's cut coordinates: from the closure rows
             E = lift(k, self.part, q).E
             u = np.linalg.lstsq(E[: k.nv_tree], v[: k.nv_tree], rcond=None)[0]
@@ -134,15 +155,32 @@ class PinocchioBackend(Backend):
 
     def support_wrenches(self, names: tuple[str, ...]) -> dict[str, np.ndarray]:
         """The contact forces of the last ``constraintDynamics`` call, per support weld:
-        Pinocchio's force in the anchor frame (on the world side) turned into the ground's
-        wrench on the robot, world axes, about the support point."""
-        out = {}
+        the ground's wrench on the robot, world axes, about the support point
+        (:meth:`cut_wrenches` of the support chords)."""
+        w = self.cut_wrenches(tuple(n + SUPPORT_EDGE for n in names))
+        return {n: w[n + SUPPORT_EDGE] for n in names if n + SUPPORT_EDGE in w}
+
+    def cut_wrenches(self, cuts: tuple[str, ...]) -> dict[str, np.ndarray]:
+        """``{cut: (6,) [n; f]}``: the wrench the cut joint's first body (the world, for a
+        support) exerts on its second in the last ``constraintDynamics`` call, world axes,
+        about the first constraint's frame origin on the first body [N·m; N]. Pinocchio's
+        ``contact_force`` is expressed in that frame (LOCAL) and acts on the first side, so
+        the wrench on the second body is its negative; the two constraints of a revolute
+        cut are summed about the first one's point."""
+        out: dict[str, np.ndarray] = {}
+        origin: dict[str, np.ndarray] = {}
         for spec, cd in zip(self.pmod.specs, self.cdatas, strict=True):
-            name = spec.cut.removesuffix(SUPPORT_EDGE)
-            if name in names and spec.cut.endswith(SUPPORT_EDGE):
-                R = cd.oMc1.rotation
-                f = cd.contact_force
-                out[name] = -np.concatenate([R @ np.array(f.angular), R @ np.array(f.linear)])
+            if spec.cut not in cuts:
+                continue
+            R, p = cd.oMc1.rotation, np.array(cd.oMc1.translation)
+            f = cd.contact_force
+            n, force = -R @ np.array(f.angular), -R @ np.array(f.linear)
+            if spec.cut in out:
+                n = n + np.cross(p - origin[spec.cut], force)
+                out[spec.cut] += np.concatenate([n, force])
+            else:
+                origin[spec.cut] = p
+                out[spec.cut] = np.concatenate([n, force])
         return out
 
     def measure(self) -> Measurement:
