@@ -57,6 +57,14 @@ def _composed(directory: str, name: str):
     return comp, load(d / f"{name}.h5")
 
 
+@functools.cache
+def composed_text(directory: str, name: str, text: str):
+    """The loaded composition of ``text`` written as ``NAME.yaml`` in the members'
+    directory (its bundle ``NAME.h5`` beside it), once per session."""
+    (Path(directory) / f"{name}.yaml").write_text(text)
+    return _composed(directory, name)[1]
+
+
 @pytest.fixture(scope="session")
 def pair(members_dir):
     """(composition as built, composition as loaded from its bundle) of PAIR."""

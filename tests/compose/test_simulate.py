@@ -4,7 +4,6 @@ robot against the robot's own bundle, and the CLI contract (errors exit 2, --jso
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from rbc.model.modes import model_for
 from rbc.model.partition import lift
 from rbc.sim.backends.reduced import ReducedBackend
 from rbc.sim.run import SimOptions, prepare, simulate
-from tests.compose.conftest import HUMANOID, _composed
+from tests.compose.conftest import HUMANOID, composed_text
 
 #: One humanoid at the world origin (its own frame), both soles down, and floating.
 SOLO = """\
@@ -32,16 +31,9 @@ modes:
 """
 
 
-@functools.cache
-def _solo(directory: str):
-    d = Path(directory)
-    (d / "one_humanoid.yaml").write_text(SOLO)
-    return _composed(directory, "one_humanoid")[1]
-
-
 @pytest.fixture(scope="module")
 def solo(members_dir):
-    return _solo(str(members_dir))
+    return composed_text(str(members_dir), "one_humanoid", SOLO)
 
 
 def _run(bundle: Path, **options):

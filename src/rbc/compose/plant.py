@@ -47,6 +47,7 @@ per sole geom and the ``connect`` forces of the hand links at the measured insta
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+
 import numpy as np
 import pinocchio as pin
 
@@ -56,7 +57,6 @@ from rbc.ir.record import Drive
 from rbc.model.compiled import CompiledModel
 from rbc.model.interfaces import port_state
 from rbc.model.modes import cut_coordinates
-from rbc.model.partition import lift
 from rbc.sim.backends import Backend, BackendError, Measurement
 
 #: Plant variants of ``rbc simulate --plant`` on a composed bundle.
@@ -199,6 +199,34 @@ def chart_coordinates(k: CompiledModel, q: np.ndarray) -> np.ndarray:
     return cut_coordinates(k, q) if other else q
 
 
+def lifted_speeds(k: CompiledModel, part, q: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """All speeds ``v = E(q) u`` (nv,) of independent speeds u at q without forming E:
+    ``v_dep = −R_p⁻¹ R_a u`` with one sparse LU (SuperLU) of the selected closure rows'
+    dependent block R_p — the closure Jacobian is sparse (each chord's rows touch only its
+    path's columns) — the same algebra as :func:`rbc.model.partition.lift`.
+
+    Raises:
+        numpy.linalg.LinAlgError: R_p is singular at q.
+    """
+    from scipy.sparse import csc_matrix
+    from scipy.sparse.linalg import splu
+
+    from rbc.model.kinematics import closure_geometry
+
+    v = np.zeros(k.nv)
+    v[part.independent] = u
+    if part.rank == 0:
+        return v
+    C = closure_geometry(k, q).C
+    SC = C if part.rows.size == C.shape[0] else C[part.rows]
+    try:
+        lu = splu(csc_matrix(SC[:, part.dependent]))
+    except RuntimeError as err:  # SuperLU: "Factor is exactly singular"
+        raise np.linalg.LinAlgError(str(err)) from None
+    v[part.dependent] = -lu.solve(SC[:, part.independent] @ np.asarray(u, dtype=float))
+    return v
+
+
 class ComposedPlant(Backend):
     """An engine backend on a composed mode, measured in the mode model's coordinates
     (module docstring).
@@ -272,7 +300,7 @@ class ComposedPlant(Backend):
             q = k.integrate(q, dq)
             v[: k.nv_tree] += self.sigma_v * self.rng.standard_normal(k.nv_tree)
         q = self._q = chart_coordinates(k, q)
-        return q, lift(k, self.part, q).E @ v[self.ind]
+        return q, lifted_speeds(k, self.part, q, v[self.ind])
 
     def base_state(self) -> tuple[np.ndarray, np.ndarray]:
         return self.state()
@@ -326,7 +354,6 @@ class ComposedMujoco(ComposedPlant):
     geoms on a floor (module docstring)."""
 
     name = "mujoco"
-    native_contact = True
     #: MuJoCo ``condim`` of the soles and the floor: sliding and torsional friction
     CONDIM = 4
 

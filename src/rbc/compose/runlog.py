@@ -38,8 +38,9 @@ def check_run(bundle: str, md: ComposedMode, backend: str, fix_root: bool,
     """Refuse the ``rbc simulate`` options that do not apply to a composed mode.
 
     Raises:
-        UsageError: a backend that is not one of :data:`COMPOSED_BACKENDS`, ``--fix-root`` (the supports
-            and links hold the floating bases; compose a fixed-base member instead), or a
+        UsageError: a backend that is not one of :data:`COMPOSED_BACKENDS`, ``--fix-root``
+            (the supports and links hold the floating bases; compose a fixed-base member
+            instead), or a
             reference with a support-mode schedule (the composition's modes are chosen by
             ``--mode``).
     """

@@ -91,7 +91,7 @@ def plot(result: SimResult, out: Path) -> list[Path]:
         fig, ax = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
         for key in log:
             if key.startswith("tasks/") and key.endswith("/position"):
-                name = key.split("/")[1]
+                name = key.removeprefix("tasks/").removesuffix("/position")  # h1/pelvis
                 err = np.linalg.norm(log[key] - log[f"tasks/{name}/reference"], axis=1)
                 ax[0].plot(t, 1e3 * err, label=name)
         ax[0].set_ylabel("task error [mm]")
