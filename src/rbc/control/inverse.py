@@ -79,4 +79,33 @@ def allocation_report(comp, mode: str, q: np.ndarray, u: np.ndarray,
             "supports": sups, "error": None}
 
 
-__all__: Sequence[str] = ("allocation_report",)
+
+
+def sample_allocation(mm, data, coords: IndependentCoordinates, q: np.ndarray,
+                      v: np.ndarray, a: np.ndarray, *, coulomb: bool = False):
+    """Inverse-dynamics allocation at a reference state of a mode: the tracking law on the
+    state itself (e = 0, s = 0: ``Q = Γ u̇ + C u + g + D u`` with ``u̇ = a[independent]``)
+    and the allocation QP with the dances' nominal model (no Coulomb friction by default;
+    issue #20 acceptance, docs/allocation.md "Allocation at sampled reference states").
+
+    Args:
+        mm, data: the mode's member model and scratch data; coords: its independent
+            coordinates; q (nq,), v (nv,), a (nv,): a closed configuration, its speeds and
+            accelerations (a reference sample); coulomb: keep the model's Coulomb friction.
+
+    Returns:
+        The :class:`~rbc.control.allocation.Allocation`.
+
+    Raises:
+        AllocationError: no efforts keep the support wrenches in their cones.
+    """
+    from rbc.compose.dynamics import composed_terms
+
+    u = np.asarray(v, dtype=float)[coords.partition.independent]
+    terms = composed_terms(mm, data, q, u)
+    ts = tracking_state(coords, q, terms.v, q, v, a)
+    return allocate(allocation_problem(mm, data, terms, commanded_force(terms, ts),
+                                       coulomb=coulomb))
+
+
+__all__: Sequence[str] = ("SLACK_LIMIT", "allocation_report", "sample_allocation")
