@@ -140,15 +140,30 @@ def test_the_per_robot_models_stack_to_the_unlinked_terms(pair):
     assert total == pytest.approx(energy, rel=1e-11)
 
 
+@pytest.fixture(scope="module")
+def formations_dir(control_dir):
+    """control_dir with all five humanoids and the three formation files."""
+    import shutil
+
+    from rbc.compiler import compile_to_file
+    from tests.compose.conftest import HUMANOID
+
+    for n in (4, 5):
+        compile_to_file(HUMANOID / f"humanoid_v{n}.yaml", control_dir / f"humanoid_v{n}.h5")
+    for kind in ("ring", "semicircle", "line"):
+        shutil.copy(HUMANOID / f"{kind}.yaml", control_dir / f"{kind}.yaml")
+    return control_dir
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("formation", ["ring", "semicircle", "line"])
-def test_formation_dances(formation, members_dir):
+def test_formation_dances(formation, formations_dir):
     """30 s on each formation, sampled every 0.5 s: closed (≤ 1e-11), inside the joint
     limits, and the composed inverse-dynamics allocation reaches the reference (slack ≤
     1e-9) within the effort bounds and cones."""
     from tests.compose.conftest import _composed
 
-    comp = _composed(str(members_dir), formation)[1]
+    comp = _composed(str(formations_dir), formation)[1]
     ref = dance_reference(comp, "stand")
     mm = member_model(comp, "stand")
     data = DynamicsData.of(mm.dm)
