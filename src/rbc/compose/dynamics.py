@@ -223,7 +223,8 @@ class BodyKinematics:
     Attributes:
         J: (n_b, 6, n_u) world spatial Jacobians in u; Jdot: (n_b, 6, n_u) their rates;
         V: (n_b, 6) twists; Xf: (n_b, 6, 6) force transforms body → world;
-        Xm: (n_b, 6, 6) motion transforms world → body; Edot: (nv, n_u) ``Ė(v)``.
+        Xm: (n_b, 6, 6) motion transforms world → body; Edot: (nv, n_u) ``Ė(v)``;
+        JEdot: (n_b, 6, n_u) the curvature's part of Jdot, ``J_i^tree Ė``.
     """
 
     J: np.ndarray
@@ -232,6 +233,7 @@ class BodyKinematics:
     Xf: np.ndarray
     Xm: np.ndarray
     Edot: np.ndarray
+    JEdot: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -281,15 +283,17 @@ def body_kinematics(mm: MemberModel, data: DynamicsData, lifted: ComposerLift, v
     Pj, dPj = np.asarray(pd.J), np.asarray(pd.dJ)
     cols = np.concatenate([Pj[:, :, None] * ET[None], (dPj[:, :, None] * ET[None]
                                                        + Pj[:, :, None] * EdT[None]),
-                           (Pj * vp[None])[:, :, None]], axis=2)  # (6, nv, 2 n_u + 1)
+                           Pj[:, :, None] * EdT[None],
+                           (Pj * vp[None])[:, :, None]], axis=2)  # (6, nv, 3 n_u + 1)
     acc = _down_the_tree(t.model, cols)[mm.joint]
-    J, Jdot, V = acc[:, :, :n_u], acc[:, :, n_u: 2 * n_u], acc[:, :, 2 * n_u]
+    J, Jdot, JEdot = acc[:, :, :n_u], acc[:, :, n_u: 2 * n_u], acc[:, :, 2 * n_u: 3 * n_u]
+    V = acc[:, :, 3 * n_u]
     Xf, Xm = [], []
     for j, P in zip(mm.joint, mm.placement, strict=True):
         T = pd.oMi[int(j)] * P
         Xf.append(T.toDualActionMatrix())
         Xm.append(T.inverse().toActionMatrix())
-    return BodyKinematics(J, Jdot, V, np.array(Xf), np.array(Xm), Edot)
+    return BodyKinematics(J, Jdot, V, np.array(Xf), np.array(Xm), Edot, JEdot)
 
 
 def _down_the_tree(model: pin.Model, cols: np.ndarray) -> np.ndarray:
@@ -312,6 +316,30 @@ def _gravity(mm: MemberModel) -> np.ndarray:
     return np.concatenate([np.asarray(mm.kin.record.gravity, dtype=float), np.zeros(3)])
 
 
+def member_sums(mm: MemberModel, bk: BodyKinematics, E: np.ndarray,
+                params: InertialParameters, curvature: bool = True
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(Γ, C, g)`` (n_u, n_u), (n_u, n_u), (n_u,) summed over the members (module
+    docstring) from the body kinematics ``bk`` and the lift E (nv, n_u) at one state with
+    the inertial parameters ``params`` (Γ not yet symmetrised). ``curvature=False`` leaves
+    the lift's rate Ė out of the Jacobian rates (``J̇_i = J̇_i^tree E``; the rotors'
+    ``α J_rᵀ Ė_r`` dropped): the "no curvature" ablation of issue #20."""
+    Iw = bk.Xf @ spatial_inertia(params.pi) @ bk.Xm
+    IJ = Iw @ bk.J
+    n_u = bk.J.shape[2]
+    J2 = bk.J.reshape(-1, n_u)  # (6 n_b, n_u): the sums over bodies as single products
+    Jdot = bk.Jdot if curvature else bk.Jdot - bk.JEdot
+    Gamma = J2.T @ IJ.reshape(-1, n_u)
+    C = J2.T @ (Iw @ Jdot + _cross_force(bk.V) @ IJ).reshape(-1, n_u)
+    g = -J2.T @ (Iw @ _gravity(mm)).reshape(-1)
+    if params.alpha.size:
+        Jr, Jrd = E[mm.rotor_col], bk.Edot[mm.rotor_col]
+        Gamma = Gamma + Jr.T @ (params.alpha[:, None] * Jr)
+        if curvature:
+            C = C + Jr.T @ (params.alpha[:, None] * Jrd)
+    return Gamma, C, g
+
+
 def composed_terms(mm: MemberModel, data: DynamicsData, q: np.ndarray, u: np.ndarray,
                    f: np.ndarray | None = None, wrenches: tuple[Wrench, ...] = (),
                    params: InertialParameters | None = None,
@@ -328,18 +356,8 @@ def composed_terms(mm: MemberModel, data: DynamicsData, q: np.ndarray, u: np.nda
     L_ = lifted if lifted is not None else composer_lift(mm.structure, mm.dm, data, q)
     v, edu = L_.curvature(np.asarray(u, dtype=float))
     bk = body_kinematics(mm, data, L_, v)
-    Iw = bk.Xf @ spatial_inertia(p.pi) @ bk.Xm
-    IJ = Iw @ bk.J
-    n_u = bk.J.shape[2]
-    J2 = bk.J.reshape(-1, n_u)  # (6 n_b, n_u): the sums over bodies as single products
-    Gamma = J2.T @ IJ.reshape(-1, n_u)
-    C = J2.T @ (Iw @ bk.Jdot + _cross_force(bk.V) @ IJ).reshape(-1, n_u)
-    g = -J2.T @ (Iw @ _gravity(mm)).reshape(-1)
+    Gamma, C, g = member_sums(mm, bk, L_.E, p)
     E = L_.E
-    if p.alpha.size:
-        Jr, Jrd = E[mm.rotor_col], bk.Edot[mm.rotor_col]
-        Gamma = Gamma + Jr.T @ (p.alpha[:, None] * Jr)
-        C = C + Jr.T @ (p.alpha[:, None] * Jrd)
     D = E.T @ (mm.damping[:, None] * E)
     Jl = port_jacobian(mm.kin, q)  # J_ℓ(q): distance and profile ports depend on q
     tau, coul = passive_efforts(mm.dm, q, v)
@@ -428,5 +446,5 @@ def member_model(comp: Composition, mode: str | None = None) -> MemberModel:
 
 
 __all__: Sequence[str] = ("ComposedTerms", "InertialParameters", "MemberModel",
-                          "composed_terms", "forward_dynamics", "pinocchio_regressor_efforts",
+                          "composed_terms", "member_sums", "forward_dynamics", "pinocchio_regressor_efforts",
                           "projected_terms", "regressor")
