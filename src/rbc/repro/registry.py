@@ -25,6 +25,7 @@ TARGETS: dict[str, str] = {
     "table3-variants": "rbc.repro.table3_variants",
     "free-flight-probes": "rbc.repro.free_flight_probes",
     "kangaroo-ablation": "rbc.repro.kangaroo_ablation",
+    "dances": "rbc.repro.dances",
 }
 
 

@@ -1,0 +1,411 @@
+"""``dances``: the cooperative-humanoid dances of issue #20 — the five synthetic humanoids in
+a ring, a semicircle and a line dancing on their composed modes, inverse-dynamics allocation
+at sampled reference states with the composed and the per-robot models, and the eight
+policies on the plants that exist (the reduced plant of the composed mode).
+
+**Sampled allocation** (the acceptance's first bullet): per formation the 30 s dance
+(:func:`rbc.control.dances.dance_reference`) sampled every ``SAMPLE_STEP`` seconds; at each
+sample the composed model's inverse-dynamics allocation
+(:func:`rbc.control.inverse.sample_allocation`) and each robot's own (the links not
+modelled, :mod:`rbc.control.per_robot`). Reported: the worst closure residual, the largest
+composed slack, the fraction of samples with per-robot ‖z‖∞ > 1e-3.
+
+**Policy runs**: per formation × policy (:data:`rbc.control.policies.POLICIES`) a window of
+the dance on the reduced plant (dopri5, the record's Coulomb friction in the plant, not in
+the policies' nominal model), control at 2 ms, from the reference state at the window's
+start; logged at 100 Hz: the pelvis origins (5 points) and palms (10 points) against the
+reference's, and the allocation slack at every control step. A run whose pelvis drops 0.2 m
+below its reference is stopped as a fall; a solver failure stops it with its message. Each
+run is one Dask task (it builds its formation and reference itself).
+
+Quick (``make test``): the pair of humanoids holding hands (records humanoid_v1 and v2), the
+proposed policy and actuator PD for 10 ms of the sway, and the sampled allocation at
+three instants (bounce, wave, sway).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from pathlib import Path
+
+import numpy as np
+
+from rbc.repro.outcome import Outcome, Table
+from rbc.repro.plots import pyplot, save
+from rbc.repro.report import fmt
+from rbc.verify.checks import make_check
+
+TITLE = "Cooperative humanoids: dances on the composed modes, allocation, eight policies"
+FORMATIONS = ("ring", "semicircle", "line")
+#: The pair of the quick case: two humanoids side by side holding hands.
+PAIR = """\
+rbc_composition: 1
+name: pair
+members:
+  - {name: h1, bundle: humanoid_v1.h5, placement: {xyz: [0, 0.45, 0.93]}}
+  - {name: h2, bundle: humanoid_v2.h5, placement: {xyz: [0, -0.45, 0.93]}}
+links:
+  - {name: hands, type: ball, a: {member: h1, body: forearm_r, frame: palm},
+     b: {member: h2, body: forearm_l, frame: palm}}
+modes:
+  - {name: stand, supports: [h1.sole_l, h1.sole_r, h2.sole_l, h2.sole_r]}
+"""
+MODE = "stand"
+CONTROL_DT = 0.002   # [s] (issue #20)
+LOG_DT = 0.01        # [s] the 100 Hz metrics
+#: Sampling of the 30 s dance for the allocation figures [s] (quick: one instant per element).
+SAMPLE_STEP = 1.0
+QUICK_SAMPLES = (3.1, 8.4, 21.3)
+#: The policy runs' window [s]: (start, length) — full: 0.4 s of the bounce canon at full
+#: amplitude (the whole 30 s × 8 policies × 3 formations is ~12 h of CPU on the reduced
+#: plant today: docs/allocation.md); quick: 10 ms of the sway.
+WINDOW = {False: (3.0, 0.4), True: (21.3, 0.01)}
+QUICK_POLICIES = ("proposed", "actuator_pd")
+#: A pelvis this far below its reference is a fall [m].
+FALL = 0.2
+#: ‖z‖∞ above which a per-robot sample counts as not reached (issue #20) [N or N·m].
+PER_ROBOT_SLACK = 1e-3
+SLACK_LIMIT = 1e-9
+
+
+@functools.cache
+def formation(name: str):
+    """The composition (loaded from its bundle) of a formation (``ring``, ``semicircle``,
+    ``line``) or of the ``pair``, built once per process in the harness's scratch
+    directory."""
+    from rbc.compiler import compile_to_file
+    from rbc.compose.bundle import load, write_composed
+    from rbc.compose.spec import member_path, parse_composition
+    from rbc.compose.system import compose
+    from rbc.model.compiled import CompiledModel
+    from rbc.repro import models
+
+    d = models._scratch() / "dances"
+    d.mkdir(exist_ok=True)
+    src = models.RECORDS / "humanoid"
+    comp_file = d / f"{name}.yaml"
+    comp_file.write_text(PAIR if name == "pair" else (src / f"{name}.yaml").read_text())
+    spec = parse_composition(comp_file)
+    files = []
+    for m in spec.members:
+        f = d / Path(m.bundle).name
+        if not f.exists():
+            compile_to_file(src / f"{Path(m.bundle).stem}.yaml", f)
+        files.append(member_path(spec, m, d))
+    comp = compose(spec, [CompiledModel.from_bundle(f) for f in files])
+    write_composed(d / f"{name}.h5", comp, files)
+    return load(d / f"{name}.h5")
+
+
+@functools.cache
+def reference(name: str, calibrate: bool = True):
+    """The formation's dance (cached per process: its samples are stepped forward in time)."""
+    from rbc.control.dances import dance_reference
+
+    return dance_reference(formation(name), MODE, calibrate=calibrate)
+
+
+# ------------------------------------------------------------------ sampled allocation
+
+def sampled(case: tuple) -> dict:
+    """``case = (formation, instants, calibrate)``: the composed and per-robot allocations
+    at the dance's samples (module docstring)."""
+    from rbc.compose.dynamics import member_model
+    from rbc.control.allocation import AllocationError
+    from rbc.control.inverse import sample_allocation
+    from rbc.control.per_robot import robot_models
+    from rbc.control.tracking import IndependentCoordinates
+    from rbc.model.closure import within_limits
+    from rbc.model.dynamics import DynamicsData
+
+    name, instants, calibrate = case
+    comp = formation(name)
+    ref = _fresh(reference(name, calibrate))
+    mm = member_model(comp, MODE)
+    data = DynamicsData.of(mm.dm)
+    coords = IndependentCoordinates.of(mm.kin, comp.modes[MODE].partition)
+    robots = [(r, IndependentCoordinates.of(r.mm.kin, r.part)) for r in robot_models(comp, MODE)]
+    rows, limits = [], set()
+    for t in instants:
+        r = ref(float(t))
+        limits |= set(within_limits(ref.kin, r.q))
+        try:
+            al = sample_allocation(mm, data, coords, r.q, r.v, r.a)
+            slack, viol = al.slack, al.cone_violation
+        except AllocationError:
+            slack, viol = np.inf, np.inf
+        zr = 0.0
+        for rb, c in robots:
+            qk, vk = rb.state(r.q, r.v)
+            try:
+                zr = max(zr, sample_allocation(rb.mm, rb.data, c, qk, vk,
+                                               np.asarray(r.a)[rb.v_index]).slack)
+            except AllocationError:
+                zr = np.inf
+        rows.append({"t": float(t), "residual": r.residual, "slack": float(slack),
+                     "cone_violation": float(viol), "per_robot_slack": float(zr)})
+    return {"formation": name, "rows": rows, "wave_rise": ref.wave_rise,
+            "worst_residual": ref.worst_residual, "limits": sorted(limits)}
+
+
+def _fresh(ref):
+    """A copy of a cached reference restarted at its stance (samples step forward)."""
+    from rbc.control.dances import DanceReference
+
+    out = DanceReference(ref.kin, ref.part, ref.q0, ref.moves)
+    out.wave_rise = ref.wave_rise
+    return out
+
+
+# ------------------------------------------------------------------------ policy runs
+
+def points(kin, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(pelvis (K, 3), palms (2K, 3))`` world positions [m] of every member's pelvis
+    origin and left and right palm at q."""
+    from rbc.ir import spatial as sp
+    from rbc.model.kinematics import body_poses
+
+    rec = kin.record
+    idx = rec.body_index()
+    P = body_poses(kin, q)
+    members = sorted({b.name.split("/", 1)[0] for b in rec.bodies if "/" in b.name})
+    pelvis = np.array([P[idx[f"{m}/pelvis"]].translation for m in members])
+    palms = []
+    for m in members:
+        for side in "lr":
+            i = idx[f"{m}/forearm_{side}"]
+            palms.append((P[i] * sp.se3_from_pose(rec.bodies[i].frame("palm"))).translation)
+    return pelvis, np.array(palms)
+
+
+def run_policy(case: tuple) -> dict:
+    """``case = (formation, policy, start, length, calibrate)``: one policy run on the
+    reduced plant (module docstring)."""
+    from rbc.control.policies import POLICIES, PolicyContext
+    from rbc.sim.backends import backend_class
+    from rbc.sim.threads import limit_blas_threads
+
+    limit_blas_threads(1)
+    name, policy, start, length, calibrate = case
+    comp = formation(name)
+    ref = _fresh(reference(name, calibrate))
+    md = comp.modes[MODE]
+    ctx = PolicyContext.build(comp, MODE, per_robot=policy == "per_robot")
+    kin = ctx.mm.kin
+    r0 = ref(start)
+    plant = backend_class("reduced")(kin, md.partition, r0.q, r0.v, CONTROL_DT)
+    fn = POLICIES[policy]
+    n = int(round(length / CONTROL_DT))
+    every = int(round(LOG_DT / CONTROL_DT))
+    slack, cpu, err_p, err_h, times = [], [], [], [], []
+    traj = []
+    cause, m = None, plant.measure()
+    t_wall = time.perf_counter()
+    for i in range(n + 1):
+        t = start + i * CONTROL_DT
+        r = ref(t)
+        if i % every == 0:
+            pp, hh = points(kin, m.q)
+            pd, hd = points(kin, r.q)
+            err_p.append(np.sum((pp - pd) ** 2, axis=1))
+            err_h.append(np.sum((hh - hd) ** 2, axis=1))
+            times.append(t)
+            traj.append((pp[0, 2], pd[0, 2], hh[1, 2], hd[1, 2]))
+            if np.max(pd[:, 2] - pp[:, 2]) > FALL:
+                cause = f"fall at t = {t:.3f} s (a pelvis {FALL} m below its reference)"
+                break
+        if i == n:
+            break
+        c0 = time.perf_counter()
+        try:
+            st = fn(ctx, r, m.q, m.v)
+        except Exception as e:  # noqa: BLE001 - a solver failure ends the run, reported
+            cause = f"{type(e).__name__} at t = {t:.3f} s: {e}"
+            break
+        cpu.append(time.perf_counter() - c0)
+        slack.append(st.slack)
+        try:
+            plant.advance(np.clip(st.f, ctx.lower, ctx.upper), 1)
+        except Exception as e:  # noqa: BLE001 - the plant's integration failed
+            cause = f"plant {type(e).__name__} at t = {t:.3f} s: {e}"
+            break
+        m = plant.measure()
+    ep, eh = np.array(err_p), np.array(err_h)
+    return {"formation": name, "policy": policy, "start": start, "length": length,
+            "completed": cause is None, "cause": cause,
+            "pelvis_rms": float(np.sqrt(ep.mean())) if ep.size else None,
+            "palm_rms": float(np.sqrt(eh.mean())) if eh.size else None,
+            "slack": [float(s) for s in slack], "controller_step_median":
+            float(np.median(cpu)) if cpu else None,
+            "wall": time.perf_counter() - t_wall, "time": times,
+            "trajectory": [list(map(float, x)) for x in traj]}
+
+
+# ---------------------------------------------------------------------------- target
+
+def run(ctx) -> Outcome:
+    """Sampled allocation and the policy runs (module docstring)."""
+    from rbc.control.policies import POLICIES
+
+    quick = ctx.quick
+    forms = ("pair",) if quick else FORMATIONS
+    calibrate = not quick
+    instants = QUICK_SAMPLES if quick else tuple(np.arange(0.0, 30.0, SAMPLE_STEP))
+    samp = [s for s in ctx.bag(sampled, [(f, instants, calibrate) for f in forms],
+                               "sampled allocation") if s is not None]
+    start, length = WINDOW[quick]
+    policies = QUICK_POLICIES if quick else tuple(POLICIES)
+    cases = [(f, p, start, length, calibrate) for f in forms for p in policies]
+    runs = [r for r in ctx.bag(run_policy, cases, "policy runs") if r is not None]
+    figures, checks, tables = {}, [], []
+    rows = []
+    for s in samp:
+        f = s["formation"]
+        sl = np.array([r["slack"] for r in s["rows"]])
+        pr = np.array([r["per_robot_slack"] for r in s["rows"]])
+        figures[f"{f}.worst_residual"] = s["worst_residual"]
+        figures[f"{f}.composed_slack_max"] = float(sl.max())
+        figures[f"{f}.per_robot_fraction"] = float(np.mean(pr > PER_ROBOT_SLACK))
+        rows.append((f, str(sl.size), fmt(s["worst_residual"], 2), fmt(float(sl.max()), 2),
+                     fmt(float(np.mean(pr > PER_ROBOT_SLACK)) * 100, 3),
+                     fmt(float(pr.max()), 3), fmt(s["wave_rise"], 3) if s["wave_rise"]
+                     else "–", ", ".join(s["limits"]) or "none"))
+        checks.append(make_check(f"dances.{f}.residual", s["worst_residual"], 1e-11, "rad, m",
+                                 "worst closure residual of the dance's samples"))
+        checks.append(make_check(f"dances.{f}.composed_slack", float(sl.max()), SLACK_LIMIT,
+                                 "N, N·m", "composed inverse-dynamics allocation slack"))
+        checks.append(make_check(f"dances.{f}.joint_limits", float(len(s["limits"])), 0,
+                                 "joints", "joints outside their limits at the samples"))
+    tables.append(Table("Inverse-dynamics allocation at sampled reference states",
+                        ("formation", "samples", "worst closure residual", "composed max "
+                         "slack", "per-robot ‖z‖∞ > 1e-3 [%]", "per-robot max slack",
+                         "wave rise [m]", "joints out of limits"), tuple(rows),
+                        note="composed: the mode's member-wise model with the hand links; "
+                             "per-robot: each robot's own model on its own soles."))
+    trow, srow = [], []
+    for p in policies:
+        cells, scells = [p], [p]
+        for f in forms:
+            r = next((x for x in runs if x["formation"] == f and x["policy"] == p), None)
+            if r is None:
+                cells.append("task failed")
+                scells.append("–")
+                continue
+            figures[f"{f}.{p}.pelvis_rms"] = r["pelvis_rms"]
+            figures[f"{f}.{p}.palm_rms"] = r["palm_rms"]
+            mark = "" if r["completed"] else f" (stopped: {r['cause']})"
+            cells.append(f"{fmt(_mm(r['pelvis_rms']), 3)} / {fmt(_mm(r['palm_rms']), 3)}"
+                         + mark)
+            s = np.array(r["slack"])
+            scells.append(f"{fmt(float(s.max()) if s.size else 0.0, 2)} / "
+                          f"{int(np.count_nonzero(s > SLACK_LIMIT))} of {s.size}")
+        trow.append(tuple(cells))
+        srow.append(tuple(scells))
+    tables.append(Table(f"Position RMS at 100 Hz, pelvis (5 points) / palms (10 points) [mm], "
+                        f"{length:g} s from t = {start:g} s on the reduced plant",
+                        ("policy", *forms), tuple(trow)))
+    tables.append(Table("Allocation slack: largest ‖z‖∞ [N, N·m] / control steps above 1e-9",
+                        ("policy", *forms), tuple(srow)))
+    steps = [r["controller_step_median"] for r in runs
+             if r["policy"] == "proposed" and r["controller_step_median"]]
+    if steps:
+        figures["proposed.controller_step_median"] = float(max(steps))
+    done = sum(r["completed"] for r in runs)
+    checks.append(make_check("dances.runs_completed", done, len(cases), "runs",
+                             "policy runs that completed their window (the others are "
+                             "reported with their cause)", lower_bound=True))
+    ring = figures.get("ring.per_robot_fraction")
+    if samp:
+        key = (f"worst closure residual {fmt(max(s['worst_residual'] for s in samp), 2)} "
+               f"(paper 1.0e-11); composed slack ≤ "
+               f"{fmt(max(figures[s['formation'] + '.composed_slack_max'] for s in samp), 2)}")
+    else:
+        key = "no samples"
+    if ring is not None:
+        key += f"; per-robot ring samples with ‖z‖∞ > 1e-3: {ring * 100:.3g} % (paper < 1 %)"
+    plots = [_plot_trajectories(ctx, runs, forms[0]), _plot_rms(ctx, runs, forms, policies),
+             _plot_slack(ctx, runs, samp, policies)]
+    return Outcome(
+        figures=figures, key_figures=key,
+        setup=("The paper runs 30 s per formation and policy on MuJoCo (ideal, realistic) and "
+               "Pinocchio plants; ours samples the 30 s dances for the allocation figures, and "
+               f"runs each policy {length:g} s of the dance on the reduced plant of the "
+               "composed mode (the MuJoCo and Pinocchio plants for composed bundles are "
+               "not built yet). The humanoids are the synthetic records (make_humanoid.py), "
+               "not the paper's robots. The travelling formations' sideways steps are not "
+               "danced (stationary elements only)."),
+        tables=tables, checks=checks, plots=plots,
+        data={"sampled": samp, "runs": runs})
+
+
+def _mm(x):
+    return None if x is None else 1e3 * x
+
+
+def _plot_trajectories(ctx, runs, form: str) -> str:
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for j, r in enumerate(x for x in runs if x["formation"] == form):
+        tr = np.array(r["trajectory"]).reshape(-1, 4)
+        t = np.array(r["time"])[: tr.shape[0]]
+        if j == 0:
+            axes[0].plot(t, tr[:, 1], "k--", label="reference")
+            axes[1].plot(t, tr[:, 3], "k--", label="reference")
+        axes[0].plot(t, tr[:, 0], label=r["policy"])
+        axes[1].plot(t, tr[:, 2], label=r["policy"])
+    axes[0].set_title(f"{form}: first robot's pelvis height")
+    axes[1].set_title(f"{form}: first robot's right palm height")
+    for ax in axes:
+        ax.set_xlabel("time [s]")
+        ax.set_ylabel("height [m]")
+    if runs:
+        axes[1].legend(fontsize=7)
+    return save(fig, ctx.file("trajectories.png"))
+
+
+def _plot_rms(ctx, runs, forms, policies) -> str:
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    w = 0.8 / len(forms)
+    x = np.arange(len(policies))
+    for k, f in enumerate(forms):
+        for ax, key in zip(axes, ("pelvis_rms", "palm_rms"), strict=True):
+            vals = [next((1e3 * (r[key] or np.nan) for r in runs if r["formation"] == f
+                          and r["policy"] == p), np.nan) for p in policies]
+            ax.bar(x + k * w, vals, w, label=f)
+    for ax, what in zip(axes, ("pelvis (5 points)", "palms (10 points)"), strict=True):
+        ax.set_xticks(x + 0.4 - w / 2, policies, rotation=45, ha="right", fontsize=7)
+        ax.set_xlabel("policy [-]")
+        ax.set_ylabel(f"{what} position RMS [mm]")
+        if any(p.get_height() > 0 for p in ax.patches):
+            ax.set_yscale("log")
+    if runs:
+        axes[0].legend()
+    return save(fig, ctx.file("rms.png"))
+
+
+def _plot_slack(ctx, runs, samp, policies) -> str:
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for p in policies:
+        s = np.concatenate([np.array(r["slack"]) for r in runs if r["policy"] == p]
+                           or [np.zeros(0)])
+        if s.size:
+            axes[0].hist(np.log10(np.maximum(s, 1e-16)), bins=30, range=(-16, 4),
+                         histtype="step", label=p)
+    for s in samp:
+        pr = np.array([r["per_robot_slack"] for r in s["rows"]])
+        axes[1].hist(np.log10(np.maximum(pr, 1e-16)), bins=30, range=(-16, 4),
+                     histtype="step", label=f"{s['formation']} per-robot")
+        c = np.array([r["slack"] for r in s["rows"]])
+        axes[1].hist(np.log10(np.maximum(c, 1e-16)), bins=30, range=(-16, 4),
+                     histtype="stepfilled", alpha=0.3, label=f"{s['formation']} composed")
+    axes[0].set_title("policy runs: slack per control step")
+    axes[1].set_title("sampled reference states")
+    for ax in axes:
+        ax.set_xlabel("log10 ‖z‖∞ (0 shown at -16) [log10 N]")
+        ax.set_ylabel("count [1]")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    return save(fig, ctx.file("slack.png"))
