@@ -9,25 +9,15 @@ from pathlib import Path
 import pytest
 
 from rbc.compiler import compile_to_file
+from rbc.repro.dances import PAIR as DANCE_PAIR
 from tests.conftest import RECORDS
 
 HUMANOID = RECORDS / "humanoid"
 
 #: Two humanoids side by side holding hands (right palm of h1, left palm of h2), both soles
-#: of each supporting: 84 bodies, 16 member loops + 1 link + 4 soles, 27 speeds.
-PAIR = """\
-rbc_composition: 1
-name: pair
-members:
-  - {name: h1, bundle: humanoid_v1.h5, placement: {xyz: [0, 0.45, 0.93]}}
-  - {name: h2, bundle: humanoid_v2.h5, placement: {xyz: [0, -0.45, 0.93]}}
-links:
-  - {name: hands, type: ball, a: {member: h1, body: forearm_r, frame: palm},
-     b: {member: h2, body: forearm_l, frame: palm}}
-modes:
-  - {name: stand, supports: [h1.sole_l, h1.sole_r, h2.sole_l, h2.sole_r]}
-  - {name: free, supports: [], links: none}
-"""
+#: of each supporting: 84 bodies, 16 member loops + 1 link + 4 soles, 27 speeds (the dances
+#: target's quick pair, rbc.repro.dances.PAIR), and a free-flight mode without the link.
+PAIR = DANCE_PAIR + "  - {name: free, supports: [], links: none}\n"
 
 
 @pytest.fixture(scope="session")

@@ -11,8 +11,14 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from rbc.compose.dynamics import (_cross_force, _gravity, body_kinematics, composed_terms,
-                                  member_model, spatial_inertia)
+from rbc.compose.dynamics import (
+    _cross_force,
+    _gravity,
+    body_kinematics,
+    composed_terms,
+    member_model,
+    spatial_inertia,
+)
 from rbc.compose.lift import composer_lift
 from rbc.compose.wrenches import RANK_RTOL, min_norm_solve, support_wrench_map
 from rbc.model.dynamics import DynamicsData

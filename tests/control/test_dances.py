@@ -15,8 +15,17 @@ import numpy as np
 import pytest
 
 from rbc.compose.dynamics import member_model
-from rbc.control.dances import (DURATION, Move, Profile, WINDOWS, DanceReference,
-                                dance_reference, palm_height, smoothstep, wave_order)
+from rbc.control.dances import (
+    DURATION,
+    WINDOWS,
+    DanceReference,
+    Move,
+    Profile,
+    dance_reference,
+    palm_height,
+    smoothstep,
+    wave_order,
+)
 from rbc.control.inverse import SLACK_LIMIT, sample_allocation
 from rbc.control.per_robot import robot_models
 from rbc.control.tracking import IndependentCoordinates

@@ -9,10 +9,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rbc.control.dances import dance_reference
 from rbc.compose.dynamics import member_sums
-from rbc.control.policies import (POLICIES, PolicyContext, actuator_bodies, no_curvature,
-                                  projected_tree, proposed)
+from rbc.control.dances import dance_reference
+from rbc.control.policies import (
+    POLICIES,
+    PolicyContext,
+    actuator_bodies,
+    no_curvature,
+    projected_tree,
+    proposed,
+)
 from rbc.control.reference import ReferenceSample
 from rbc.model.dynamics import tree_terms
 

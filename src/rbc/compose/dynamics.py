@@ -446,5 +446,5 @@ def member_model(comp: Composition, mode: str | None = None) -> MemberModel:
 
 
 __all__: Sequence[str] = ("ComposedTerms", "InertialParameters", "MemberModel",
-                          "composed_terms", "member_sums", "forward_dynamics", "pinocchio_regressor_efforts",
-                          "projected_terms", "regressor")
+                          "composed_terms", "forward_dynamics", "member_sums",
+                          "pinocchio_regressor_efforts", "projected_terms", "regressor")

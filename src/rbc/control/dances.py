@@ -32,7 +32,7 @@ limits (:func:`dance_reference`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -506,5 +506,6 @@ def dance_reference(comp, mode: str, *, amp: DanceAmplitudes = DanceAmplitudes()
 
 
 __all__: Sequence[str] = ("DanceAmplitudes", "DanceReference", "Move", "Profile",
-                          "dance_reference", "wave_rise", "dance_joints", "wave_directions", "dance_partition",
-                          "formation_dance", "palm_height", "palm_position", "smoothstep", "wave_order")
+                          "dance_joints", "dance_partition", "dance_reference",
+                          "formation_dance", "palm_height", "palm_position", "smoothstep",
+                          "wave_directions", "wave_order", "wave_rise")

@@ -41,13 +41,16 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from rbc.compose.dynamics import (InertialParameters, MemberModel, composed_terms,
-                                  member_sums)
-from rbc.control.allocation import (Allocation, AllocationWeights, allocate,
-                                    allocation_problem)
+from rbc.compose.dynamics import InertialParameters, MemberModel, composed_terms, member_sums
+from rbc.control.allocation import Allocation, AllocationWeights, allocate, allocation_problem
 from rbc.control.cones import ContactLimits
-from rbc.control.tracking import (IndependentCoordinates, TrackingGains, TrackingState,
-                                  commanded_force, tracking_state)
+from rbc.control.tracking import (
+    IndependentCoordinates,
+    TrackingGains,
+    TrackingState,
+    commanded_force,
+    tracking_state,
+)
 from rbc.model.dynamics import DynamicsData
 
 
