@@ -7,7 +7,7 @@ the members' loops) at a state, and the affine support-wrench maps λ_b(f) at a 
 
     M_T a + h_T + g_T − τ = Aᵀ x,       Aᵀ = [G_1ᵀ … G_nᵀ, Dγᵀ],
 
-is solved for the closure wrenches x (minimum norm, truncated SVD; ``G_e = J_t − J_c`` the
+is solved for the closure wrenches x (minimum norm: :func:`min_norm_solve`; ``G_e = J_t − J_c`` the
 generalized force of a unit wrench of chord e, :func:`rbc.model.reactions.constraint_map`).
 Chord e's wrench is what its first body (the world, for a support) exerts on its second:
 the ground on the sole, palm a on palm b. Reported in world axes about the origin of the
@@ -66,8 +66,9 @@ def min_norm_solve(At: np.ndarray, B: np.ndarray) -> np.ndarray:
     """The minimum-norm least-squares solution X of ``At X = B`` (At (m, n); B (m,) or
     (m, k)), the effective rank cut at :data:`RANK_RTOL` of the largest singular value:
     LAPACK's complete orthogonal factorization with column pivoting (``gelsy``), the same
-    solution as the truncated-SVD pseudo-inverse (tests: ≤ 1e-12 relative on the pair and
-    the ring) at a third of its cost on the ring's 330 × 330 map."""
+    solution as the truncated-SVD pseudo-inverse (tests/compose/test_fast_paths.py: ≤ 1e-10
+    on seeded rank-deficient matrices, ≤ 1e-11 on the pair's support-wrench map) at a third
+    of its cost on the ring's 330 × 330 map."""
     if At.size == 0:
         return np.zeros((At.shape[1],) + np.shape(B)[1:])
     return scipy.linalg.lstsq(At, B, cond=RANK_RTOL, lapack_driver="gelsy",
