@@ -57,10 +57,10 @@ LOG_DT = 0.01        # [s] the 100 Hz metrics
 #: Sampling of the 30 s dance for the allocation figures [s] (quick: one instant per element).
 SAMPLE_STEP = 1.0
 QUICK_SAMPLES = (3.1, 8.4, 21.3)
-#: The policy runs' window [s]: (start, length) — full: 0.4 s of the bounce canon at full
+#: The policy runs' window [s]: (start, length) — full: 0.2 s of the bounce canon at full
 #: amplitude (the whole 30 s × 8 policies × 3 formations is ~12 h of CPU on the reduced
 #: plant today: docs/allocation.md); quick: 10 ms of the sway.
-WINDOW = {False: (3.0, 0.4), True: (21.3, 0.01)}
+WINDOW = {False: (3.0, 0.2), True: (21.3, 0.01)}
 QUICK_POLICIES = ("proposed", "actuator_pd")
 #: A pelvis this far below its reference is a fall [m].
 FALL = 0.2
