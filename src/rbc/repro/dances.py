@@ -10,17 +10,20 @@ sample the composed model's inverse-dynamics allocation
 modelled, :mod:`rbc.control.per_robot`). Reported: the worst closure residual, the largest
 composed slack, the fraction of samples with per-robot ‖z‖∞ > 1e-3.
 
-**Policy runs**: per formation × policy (:data:`rbc.control.policies.POLICIES`) a window of
-the dance on the reduced plant (dopri5, the record's Coulomb friction in the plant, not in
-the policies' nominal model), control at 2 ms, from the reference state at the window's
-start; logged at 100 Hz: the pelvis origins (5 points) and palms (10 points) against the
-reference's, and the allocation slack at every control step. A run whose pelvis drops 0.2 m
-below its reference is stopped as a fall; a solver failure stops it with its message. Each
-run is one Dask task (it builds its formation and reference itself).
+**Policy runs**: per plant × formation × policy (:data:`rbc.control.policies.POLICIES`) a
+window of the dance — on the reduced plant (dopri5, the record's Coulomb friction in the
+plant, not in the policies' nominal model) and on the ideal and realistic MuJoCo and the
+Pinocchio plants of :mod:`rbc.compose.plant` (:data:`PLANTS`; the policies do not add the
+realistic plant's friction compensation yet) — control at 2 ms, from the reference state at
+the window's start; logged at 100 Hz: the pelvis origins (5 points) and palms (10 points)
+against the reference's, and the allocation slack at every control step. A run whose pelvis
+drops 0.2 m below its reference is stopped as a fall; a solver failure stops it with its
+message. Each run is one Dask task (it builds its formation and reference itself).
 
 Quick (``make test``): the pair of humanoids holding hands (records humanoid_v1 and v2), the
-proposed policy and actuator PD for 10 ms of the sway, and the sampled allocation at
-three instants (bounce, wave, sway).
+proposed policy and actuator PD for 10 ms of the sway on the reduced plant and the proposed
+policy on the ideal MuJoCo plant, and the sampled allocation at three instants (bounce,
+wave, sway).
 """
 
 from __future__ import annotations
@@ -179,22 +182,46 @@ def points(kin, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return pelvis, np.array(palms)
 
 
-def run_policy(case: tuple) -> dict:
-    """``case = (formation, policy, start, length, calibrate)``: one policy run on the
-    reduced plant (module docstring)."""
-    from rbc.control.policies import POLICIES, PolicyContext
+#: The plants a policy runs on: the reduced plant of the composed mode (dopri5 over each
+#: control period), the ideal and realistic MuJoCo plants and the Pinocchio plant of
+#: :mod:`rbc.compose.plant` (physics at 1 ms).
+PLANTS = ("reduced", "mujoco-ideal", "mujoco-realistic", "pinocchio")
+#: The plants of the full and quick case lists.
+CASE_PLANTS = {False: PLANTS, True: ("reduced", "mujoco-ideal")}
+PHYSICS_DT = 0.001   # [s] the engine plants' step (issue #20)
+
+
+def make_plant(plant: str, comp, kin, part, q0: np.ndarray, v0: np.ndarray):
+    """``(backend, physics steps per control period)`` of a plant name of :data:`PLANTS`
+    at the closed state (q0, v0) of the mode model ``kin``."""
     from rbc.sim.backends import backend_class
+
+    if plant == "reduced":
+        return backend_class("reduced")(kin, part, q0, v0, CONTROL_DT), 1
+    from rbc.compose.plant import Realism, composed_backend
+
+    engine, _, variant = plant.partition("-")
+    realism = Realism() if variant == "realistic" else None
+    cls = composed_backend(engine)
+    return (cls(kin, part, q0, v0, PHYSICS_DT, composed=(comp, comp.modes[MODE]),
+                realism=realism), int(round(CONTROL_DT / PHYSICS_DT)))
+
+
+def run_policy(case: tuple) -> dict:
+    """``case = (formation, policy, start, length, calibrate, plant)``: one policy run
+    (module docstring)."""
+    from rbc.control.policies import POLICIES, PolicyContext
     from rbc.sim.threads import limit_blas_threads
 
     limit_blas_threads(1)
-    name, policy, start, length, calibrate = case
+    name, policy, start, length, calibrate, plant_name = case
     comp = formation(name)
     ref = _fresh(reference(name, calibrate))
     md = comp.modes[MODE]
     ctx = PolicyContext.build(comp, MODE, per_robot=policy == "per_robot")
     kin = ctx.mm.kin
     r0 = ref(start)
-    plant = backend_class("reduced")(kin, md.partition, r0.q, r0.v, CONTROL_DT)
+    plant, substeps = make_plant(plant_name, comp, kin, md.partition, r0.q, r0.v)
     fn = POLICIES[policy]
     n = int(round(length / CONTROL_DT))
     every = int(round(LOG_DT / CONTROL_DT))
@@ -226,13 +253,14 @@ def run_policy(case: tuple) -> dict:
         cpu.append(time.perf_counter() - c0)
         slack.append(st.slack)
         try:
-            plant.advance(np.clip(st.f, ctx.lower, ctx.upper), 1)
+            plant.advance(np.clip(st.f, ctx.lower, ctx.upper), substeps)
         except Exception as e:  # noqa: BLE001 - the plant's integration failed
             cause = f"plant {type(e).__name__} at t = {t:.3f} s: {e}"
             break
         m = plant.measure()
     ep, eh = np.array(err_p), np.array(err_h)
-    return {"formation": name, "policy": policy, "start": start, "length": length,
+    return {"formation": name, "policy": policy, "plant": plant_name, "start": start,
+            "length": length,
             "completed": cause is None, "cause": cause,
             "pelvis_rms": float(np.sqrt(ep.mean())) if ep.size else None,
             "palm_rms": float(np.sqrt(eh.mean())) if eh.size else None,
@@ -256,7 +284,9 @@ def run(ctx) -> Outcome:
                                "sampled allocation") if s is not None]
     start, length = WINDOW[quick]
     policies = QUICK_POLICIES if quick else tuple(POLICIES)
-    cases = [(f, p, start, length, calibrate) for f in forms for p in policies]
+    plants = CASE_PLANTS[quick]
+    cases = [(f, p, start, length, calibrate, pl) for pl in plants for f in forms
+             for p in policies if not (quick and pl != "reduced" and p != "proposed")]
     runs = [r for r in ctx.bag(run_policy, cases, "policy runs") if r is not None]
     figures, checks, tables = {}, [], []
     rows = []
@@ -284,16 +314,20 @@ def run(ctx) -> Outcome:
                         note="composed: the mode's member-wise model with the hand links; "
                              "per-robot: each robot's own model on its own soles."))
     trow, srow = [], []
-    for p in policies:
-        cells, scells = [p], [p]
+    for pl, p in ((pl, p) for pl in plants for p in policies):
+        cells, scells = [p, pl], [p, pl]
+        if not any(c[1] == p and c[5] == pl for c in cases):
+            continue
         for f in forms:
-            r = next((x for x in runs if x["formation"] == f and x["policy"] == p), None)
+            r = next((x for x in runs if x["formation"] == f and x["policy"] == p
+                      and x["plant"] == pl), None)
             if r is None:
                 cells.append("task failed")
                 scells.append("–")
                 continue
-            figures[f"{f}.{p}.pelvis_rms"] = r["pelvis_rms"]
-            figures[f"{f}.{p}.palm_rms"] = r["palm_rms"]
+            tag = "" if pl == "reduced" else f".{pl}"
+            figures[f"{f}.{p}{tag}.pelvis_rms"] = r["pelvis_rms"]
+            figures[f"{f}.{p}{tag}.palm_rms"] = r["palm_rms"]
             mark = "" if r["completed"] else f" (stopped: {r['cause']})"
             cells.append(f"{fmt(_mm(r['pelvis_rms']), 3)} / {fmt(_mm(r['palm_rms']), 3)}"
                          + mark)
@@ -303,10 +337,10 @@ def run(ctx) -> Outcome:
         trow.append(tuple(cells))
         srow.append(tuple(scells))
     tables.append(Table(f"Position RMS at 100 Hz, pelvis (5 points) / palms (10 points) [mm], "
-                        f"{length:g} s from t = {start:g} s on the reduced plant",
-                        ("policy", *forms), tuple(trow)))
+                        f"{length:g} s from t = {start:g} s",
+                        ("policy", "plant", *forms), tuple(trow)))
     tables.append(Table("Allocation slack: largest ‖z‖∞ [N, N·m] / control steps above 1e-9",
-                        ("policy", *forms), tuple(srow)))
+                        ("policy", "plant", *forms), tuple(srow)))
     steps = [r["controller_step_median"] for r in runs
              if r["policy"] == "proposed" and r["controller_step_median"]]
     if steps:
@@ -324,15 +358,16 @@ def run(ctx) -> Outcome:
         key = "no samples"
     if ring is not None:
         key += f"; per-robot ring samples with ‖z‖∞ > 1e-3: {ring * 100:.3g} % (paper < 1 %)"
-    plots = [_plot_trajectories(ctx, runs, forms[0]), _plot_rms(ctx, runs, forms, policies),
-             _plot_slack(ctx, runs, samp, policies)]
+    red = [r for r in runs if r["plant"] == "reduced"]
+    plots = [_plot_trajectories(ctx, runs, forms[0]), _plot_rms(ctx, red, forms, policies),
+             _plot_slack(ctx, red, samp, policies)]
     return Outcome(
         figures=figures, key_figures=key,
         setup=("The paper runs 30 s per formation and policy on MuJoCo (ideal, realistic) and "
                "Pinocchio plants; ours samples the 30 s dances for the allocation figures, and "
-               f"runs each policy {length:g} s of the dance on the reduced plant of the "
-               "composed mode (the MuJoCo and Pinocchio plants for composed bundles are "
-               "not built yet). The humanoids are the synthetic records (make_humanoid.py), "
+               f"runs each policy {length:g} s of the dance on the plants "
+               f"{', '.join(plants)} (the policies add no friction compensation on the "
+               "realistic plant yet). The humanoids are the synthetic records (make_humanoid.py), "
                "not the paper's robots. The travelling formations' sideways steps are not "
                "danced (stationary elements only)."),
         tables=tables, checks=checks, plots=plots,
@@ -352,8 +387,9 @@ def _plot_trajectories(ctx, runs, form: str) -> str:
         if j == 0:
             axes[0].plot(t, tr[:, 1], "k--", label="reference")
             axes[1].plot(t, tr[:, 3], "k--", label="reference")
-        axes[0].plot(t, tr[:, 0], label=r["policy"])
-        axes[1].plot(t, tr[:, 2], label=r["policy"])
+        label = r["policy"] if r["plant"] == "reduced" else f"{r['policy']} ({r['plant']})"
+        axes[0].plot(t, tr[:, 0], label=label)
+        axes[1].plot(t, tr[:, 2], label=label)
     axes[0].set_title(f"{form}: first robot's pelvis height")
     axes[1].set_title(f"{form}: first robot's right palm height")
     for ax in axes:
