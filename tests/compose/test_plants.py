@@ -131,7 +131,7 @@ def test_pinocchio_plant_passive_ledger(members_dir, pair):
     assert np.abs(log["links/hands/wrench"][0] - ref["hands"]).max() < 1e-6
 
 
-def test_cli_plant_errors(members_dir, tmp_path, capsys):
+def test_cli_plant_errors(members_dir, pair, tmp_path, capsys):
     """Combinations that do not apply exit 2 with a message and no output."""
     pair = str(members_dir / "pair.h5")
     plain = str(members_dir / "humanoid_v1.h5")
@@ -139,6 +139,7 @@ def test_cli_plant_errors(members_dir, tmp_path, capsys):
         ([pair, "--backend", "pinocchio", "--plant", "realistic"], "--plant realistic"),
         ([pair, "--backend", "mujoco", "--plant", "real"], "valid: ideal, realistic"),
         ([pair, "--backend", "mujoco", "--seed", "3"], "--seed"),
+        ([pair, "--backend", "mujoco", "--plant", "realistic", "--seed", "-1"], "--seed -1"),
         ([pair, "--plant", "ideal"], "--plant"),
         ([plain, "--backend", "mujoco", "--plant", "ideal"], "--plant"),
         ([pair, "--backend", "mujoco"], "one floor"),
@@ -153,7 +154,7 @@ def test_cli_plant_errors(members_dir, tmp_path, capsys):
         assert not out.exists()
 
 
-def test_cli_pinocchio_json(members_dir, capsys):
+def test_cli_pinocchio_json(members_dir, pair, capsys):
     code = main(["simulate", str(members_dir / "pair.h5"), "--backend", "pinocchio",
                  "--controller", "passive", "--duration", "0.003", "--json"])
     assert code == 0
@@ -224,11 +225,11 @@ def test_mujoco_welded_qacc(floor_pair):
 
 
 def test_mujoco_pair_stands(members_dir, floor_pair):
-    """The pair stands 0.3 s on the ideal MuJoCo plant (frictional sole contacts) under the
+    """The pair stands 0.2 s on the ideal MuJoCo plant (frictional sole contacts) under the
     allocation controller holding the reference stance: the pelvises stay within 5 mm of
     their start, every sole carries load after the first sample and the hand link holds."""
     res = simulate(prepare(members_dir / "floor_pair.h5", SimOptions(
-        backend="mujoco", controller="allocation", duration=0.3, control_dt=2e-3)))
+        backend="mujoco", controller="allocation", duration=0.2, control_dt=2e-3)))
     s, log = res.summary, res.log
     assert s["plant"] == "ideal" and s["allocation"]["slack_max"] < 1e-9
     for n in ("h1/pelvis", "h2/pelvis"):

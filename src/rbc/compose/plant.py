@@ -408,9 +408,10 @@ def check_plant(bundle: str, comp, md, backend: str, plant: str | None, seed: in
 
     Raises:
         UsageError: an unknown ``--plant`` (lists :data:`PLANTS`), ``realistic`` on the
-            Pinocchio plant (rigid and ideal by definition), ``--seed`` without the
-            realistic plant (it seeds its noise), or — on MuJoCo, which has one floor — a
-            mode whose supports do not lie at one height (within :data:`FLOOR_SPREAD`).
+            Pinocchio plant (rigid and ideal by definition), a negative ``--seed`` or one
+            without the realistic plant (it seeds its noise), or — on MuJoCo, which has one
+            floor — a mode whose supports do not lie at one height (within
+            :data:`FLOOR_SPREAD`).
     """
     from rbc.backends.mjcf_export import contact_depth
     from rbc.errors import UsageError, did_you_mean
@@ -423,6 +424,8 @@ def check_plant(bundle: str, comp, md, backend: str, plant: str | None, seed: in
         raise UsageError(f"--plant realistic is the MuJoCo plant with drive friction, lag, "
                          f"torque-speed limit and sensor noise; the {backend} plant is ideal "
                          "(use --backend mujoco, or drop --plant)")
+    if seed is not None and not 0 <= seed < 2**63:
+        raise UsageError(f"--seed {seed}: must be an integer in [0, 2^63)")
     if seed is not None and plant != "realistic":
         raise UsageError("--seed seeds the realistic plant's measurement noise: give "
                          "--backend mujoco --plant realistic, or drop --seed")
