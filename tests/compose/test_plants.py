@@ -26,13 +26,21 @@ from rbc.sim.run import SimOptions, prepare, simulate
 from rbc.verify.composition import composed_states
 from tests.compose.conftest import PAIR, composed_text
 
+
 #: The pair of tests/compose/conftest.py placed so that all four soles touch one floor
 #: (v1 and v2 stand 27.8 mm and −11.6 mm from the pair's 0.93 m: z from their anchors),
 #: with a mode of the two floating while holding hands.
-FLOOR_PAIR = (PAIR.replace("name: pair", "name: floor_pair")
-              .replace("[0, 0.45, 0.93]", "[0, 0.45, 0.9578]")
-              .replace("[0, -0.45, 0.93]", "[0, -0.45, 0.9184]")
-              .replace("{name: free, supports: [], links: none}", "{name: float, supports: []}"))
+def _edited(text: str, *pairs: tuple[str, str]) -> str:
+    for old, new in pairs:
+        assert text.count(old) == 1, old  # the pair's text changed: edit FLOOR_PAIR
+        text = text.replace(old, new)
+    return text
+
+
+FLOOR_PAIR = _edited(PAIR, ("name: pair", "name: floor_pair"),
+                     ("[0, 0.45, 0.93]", "[0, 0.45, 0.9578]"),
+                     ("[0, -0.45, 0.93]", "[0, -0.45, 0.9184]"),
+                     ("{name: free, supports: [], links: none}", "{name: float, supports: []}"))
 
 
 @pytest.fixture(scope="module")
