@@ -240,6 +240,7 @@ def test_mujoco_pair_stands(members_dir, floor_pair):
         backend="mujoco", controller="allocation", duration=0.2, control_dt=2e-3)))
     s, log = res.summary, res.log
     assert s["plant"] == "ideal" and s["allocation"]["slack_max"] < 1e-9
+    assert not s["warnings"]  # the soles are on one floor
     for n in ("h1/pelvis", "h2/pelvis"):
         p = log[f"tasks/{n}/position"]
         assert np.abs(p - p[0]).max() < 5e-3, n
@@ -355,3 +356,11 @@ def test_ring_stands_on_mujoco(members_dir, ring):
         assert np.abs(p - p[0]).max() < 1e-2, m.name
     for n in comp.mode("stand").supports:
         assert log[f"supports/{n}/wrench"][1:, 5].min() > 50.0, n
+
+
+def test_mujoco_plant_warns_off_the_floor(pair):
+    """Built directly (the API; rbc simulate refuses it), the MuJoCo plant of a mode whose
+    soles are at different heights says so in its warnings."""
+    _, comp = pair
+    plant = _engine(comp, "stand")
+    assert plant.warnings and "one floor" in plant.warnings[0]

@@ -368,6 +368,11 @@ class ComposedMujoco(ComposedPlant):
         return links_model(mode, comp, md)
 
     def engine_options(self) -> dict:
+        """The contact's condim. A mode whose soles are not on one floor (refused by
+        ``rbc simulate``, :func:`check_plant`) gets a warning here (``warnings``, the run
+        summary's): the members above the floor would drop onto it."""
+        problem = floor_problem(self.comp, self.md)
+        self.warnings = [f"the composed MuJoCo plant: {problem}"] if problem else []
         return {"contact_condim": self.CONDIM}
 
     def react(self, f: np.ndarray) -> None:
@@ -413,7 +418,6 @@ def check_plant(bundle: str, comp, md, backend: str, plant: str | None, seed: in
             floor — a mode whose supports do not lie at one height (within
             :data:`FLOOR_SPREAD`).
     """
-    from rbc.backends.mjcf_export import contact_depth
     from rbc.errors import UsageError, did_you_mean
 
     if plant is not None and plant not in PLANTS:
@@ -429,19 +433,31 @@ def check_plant(bundle: str, comp, md, backend: str, plant: str | None, seed: in
     if seed is not None and plant != "realistic":
         raise UsageError("--seed seeds the realistic plant's measurement noise: give "
                          "--backend mujoco --plant realistic, or drop --seed")
-    if backend == "mujoco" and md.supports:
-        g = np.asarray(comp.flat.record.gravity, dtype=float)
-        up = -g / np.linalg.norm(g) if np.any(g) else np.array([0.0, 0.0, 1.0])
-        by_name = {s.name: s for s in comp.flat.record.supports}
-        h = np.array([float(up @ md.anchors[i, :3]) - contact_depth(by_name[n])
-                      for i, n in enumerate(md.supports)])
-        if h.max() - h.min() > FLOOR_SPREAD:
-            low, high = md.supports[int(h.argmin())], md.supports[int(h.argmax())]
-            raise UsageError(
-                f"--backend mujoco: mode '{md.name}' of {bundle} has its supports at heights "
-                f"{h.min():.4g} m ({low}) to {h.max():.4g} m ({high}); the MuJoCo plant has one "
-                f"floor (spread ≤ {FLOOR_SPREAD:g} m): place the members so that their soles "
-                "touch one ground (docs/composition.md), or use --backend pinocchio|reduced")
+    if backend == "mujoco":
+        problem = floor_problem(comp, md)
+        if problem:
+            raise UsageError(f"--backend mujoco: {bundle}: {problem}")
+
+
+def floor_problem(comp, md) -> str | None:
+    """Why the MuJoCo plant's one floor cannot carry mode ``md`` (its supports' contact
+    heights spread over more than :data:`FLOOR_SPREAD`), or None."""
+    from rbc.backends.mjcf_export import contact_depth
+
+    if not md.supports:
+        return None
+    g = np.asarray(comp.flat.record.gravity, dtype=float)
+    up = -g / np.linalg.norm(g) if np.any(g) else np.array([0.0, 0.0, 1.0])
+    by_name = {s.name: s for s in comp.flat.record.supports}
+    h = np.array([float(up @ md.anchors[i, :3]) - contact_depth(by_name[n])
+                  for i, n in enumerate(md.supports)])
+    if h.max() - h.min() <= FLOOR_SPREAD:
+        return None
+    low, high = md.supports[int(h.argmin())], md.supports[int(h.argmax())]
+    return (f"mode '{md.name}' has its supports at heights {h.min():.4g} m ({low}) to "
+            f"{h.max():.4g} m ({high}); the MuJoCo plant has one floor (spread ≤ "
+            f"{FLOOR_SPREAD:g} m): place the members so that their soles touch one ground "
+            "(docs/composition.md), or use --backend pinocchio|reduced")
 
 
 def plant_options(composed: tuple, plant: str | None, seed: int | None) -> dict:
