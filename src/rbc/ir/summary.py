@@ -5,8 +5,9 @@ Keys (documented in docs/cli.md): ``name``, ``bodies``, ``joints``, ``components
 lca}``), ``path_families`` (common-endpoint families: list of ``{side, endpoint, chords,
 paths, comparisons, all_pairs, shared, saving}``, :func:`rbc.ir.paths.path_families`),
 ``path_factors`` (``{total, evaluated}``: factor products per residual evaluation without
-and with each family's shared stretch composed once), ``modules`` (list of ``{chords, couplings, size, variables}`` — ``size`` is the
-number of residual rows), ``nq``, ``nv``, ``nq_tree``, ``nv_tree``, ``actuators``,
+and with each family's shared stretch composed once), ``modules`` (list of ``{chords,
+couplings, size, variables}`` — ``size`` is the number of residual rows), ``nq``, ``nv``,
+``nq_tree``, ``nv_tree``, ``actuators``,
 ``partitions`` (list of ``{name, rank, independent (joint names), speeds,
 largest_block}``), ``modes`` (list of ``{name, supports, closure_rank (on the tree speeds),
 rank (of the mode's closure Jacobian), speeds, independent, actuation_rank, modules,
