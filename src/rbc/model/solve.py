@@ -48,7 +48,7 @@ from rbc.model.closure import (
     within_limits,
 )
 from rbc.model.compiled import CompiledModel, Partition
-from rbc.model.kinematics import residual
+from rbc.model.kinematics import local_jacobian, residual
 from rbc.model.partition import (
     REPARTITION_GAIN,
     REPARTITION_MIN,
@@ -422,6 +422,39 @@ def _swaps(model: CompiledModel, part: Partition, q: np.ndarray, prescribed: set
     return out
 
 
+def module_predictor(model: CompiledModel, part: Partition, q: np.ndarray, du: np.ndarray,
+                     plan: list[tuple]) -> np.ndarray:
+    """The lift predictor ``δv = E du`` (nv,) at q for independent increments du (nv,; zero
+    off the independent columns), its dependent part only (the independent part is du).
+
+    When no module reads another's dependent coordinates, ``R_p`` is block diagonal by
+    module and ``E[dep_m] du = −R_p,m⁻¹ R_a,m du[inputs_m]`` is solved module by module, on
+    the modules whose inputs moved, from each module's own Jacobian rows
+    (:func:`~rbc.model.kinematics.local_jacobian`): time and memory linear in the number of
+    loops (the dense C and R_p of :func:`~rbc.model.partition.lift` are O(loops²) in
+    memory and O(loops³) in time: a 10 000-loop chain would need ~19 GB for C). Otherwise
+    the global lift.
+
+    Raises:
+        numpy.linalg.LinAlgError: a singular ``R_p`` block.
+    """
+    pred = np.zeros(model.nv)
+    dep = set(part.dependent.tolist())
+    if any(dep.intersection(inputs.tolist()) or sel.size != cols.size
+           for _, cols, inputs, sel in plan):
+        L = lift(model, part, q)
+        pred[part.dependent] = L.E[part.dependent] @ du[part.independent]
+        return pred
+    for blk, cols, inputs, sel in plan:
+        if cols.size == 0 or not np.any(du[inputs]):
+            continue  # none of this module's inputs moved
+        _, C, _ = local_jacobian(model, q, blk.chords, blk.couplings,
+                                 np.concatenate([cols, inputs]))
+        Cs = C[sel]
+        pred[cols] = -np.linalg.solve(Cs[:, :cols.size], Cs[:, cols.size:] @ du[inputs])
+    return pred
+
+
 def advance(model: CompiledModel, part: Partition, q: np.ndarray, idx: np.ndarray,
             u: np.ndarray, plan: list[tuple], tol: float, st: SolveStats
             ) -> tuple[np.ndarray, str | None]:
@@ -432,10 +465,8 @@ def advance(model: CompiledModel, part: Partition, q: np.ndarray, idx: np.ndarra
     """
     du = np.zeros(model.nv)
     du[idx] = u - np.array([coordinate_value(model, q, int(j)) for j in idx])
-    L = lift(model, part, q)
+    pred = module_predictor(model, part, q, du, plan)
     st.jacobian_evals += 1
-    pred = np.zeros(model.nv)
-    pred[part.dependent] = (L.E[part.dependent] @ du[part.independent])
     qp = set_values(model, model.integrate(q, pred), dict(zip(idx.tolist(), u, strict=True)))
     qt = qp
     for blk, cols, inputs, _ in plan:
