@@ -108,3 +108,23 @@ couplings:
     m = front_text(text)
     (mod,) = m.modules
     assert mod.couplings == (0,) and mod.chords == () and mod.rows == 1
+
+
+@pytest.mark.parametrize("path", sorted(RECORDS.glob("*.yaml")) + [None],
+                         ids=lambda p: p.stem if p else "chain50")
+def test_normalized_record_is_asdict(path, tmp_path):
+    """The bundle's normalized record (codegen's own dataclass walk) is the JSON of
+    ``dataclasses.asdict``, byte for byte, on every shipped record and a generated chain."""
+    import dataclasses
+    import json
+
+    from rbc.passes.codegen import normalized_record
+    from rbc.passes.parse import Parse
+
+    if path is None:
+        path = tmp_path / "chain.yaml"
+        path.write_text(chain_record(50))
+    record = Parse().run(path)
+    data = dataclasses.asdict(record)
+    data.pop("text", None)
+    assert normalized_record(record) == json.dumps(data, sort_keys=True, default=str)

@@ -81,9 +81,15 @@ def bench_compile(
                          "passes": best})
             if progress:
                 progress(n)
-    base = rows[0]["per_loop_us"]
+    return with_ratios(rows, "per_loop_us")
+
+
+def with_ratios(rows: list[dict], key: str) -> list[dict]:
+    """``row["ratio"] = row[key] / rows[0][key]`` for every row (the peer: the first row, the
+    smallest N); returns rows."""
+    base = rows[0][key]
     for row in rows:
-        row["ratio"] = row["per_loop_us"] / base
+        row["ratio"] = row[key] / base
     return rows
 
 

@@ -79,7 +79,7 @@ ROUNDS = 5
 BATCH_CHUNK = 100
 
 
-def _per_call(fns: dict[str, Callable[[State], object]], states: list[State]
+def per_call(fns: dict[str, Callable[[State], object]], states: list[State]
               ) -> dict[str, float]:
     """Seconds per call of each function over the states (:data:`ROUNDS`)."""
     total = dict.fromkeys(fns, 0.0)
@@ -190,8 +190,8 @@ def bench_dynamics(bundle: str | Path, n_states: int = 1000, single_repeats: int
         return constraint_dynamics(pm, pdata, cdatas, *peer_in[id(s)])
 
     fns = {"ours": kernel, "reference": reference, "pinocchio": peer}
-    single = _per_call(fns, [states[0]] * single_repeats)
-    batched = _per_call(fns, states)
+    single = per_call(fns, [states[0]] * single_repeats)
+    batched = per_call(fns, states)
     res = {name: {"single_us": 1e6 * single[name], "batched_us": 1e6 * batched[name]}
            for name in fns}
     Q = np.array([s.q for s in states])

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from rbc.bench.compile import chain_record
+from rbc.bench.compile import chain_record, with_ratios
 from rbc.bench.memory import peak_resident_mib
 
 
@@ -90,10 +90,7 @@ def bench_export(loops: Sequence[int], progress: Callable[[int], None] | None = 
             h5.unlink()
             if progress:
                 progress(n)
-    base = rows[0]["per_loop_ms"]
-    for row in rows:
-        row["ratio"] = row["per_loop_ms"] / base
-    return rows
+    return with_ratios(rows, "per_loop_ms")
 
 
 if __name__ == "__main__":  # the child of bench_export: one bundle, JSON on stdout

@@ -55,6 +55,38 @@ def bench_compile_command(
         Console().print(f"rbc compile {record}: {wall:.3f} s wall (interpreter start included)")
 
 
+#: Largest chain of `bench scaling` (the kernel's E and M_T are dense: ~0.5 GB at 3000).
+MAX_SCALING_LOOPS = 3000
+
+
+@bench_app.command("scaling")
+def bench_scaling_command(
+    loops: Annotated[str, typer.Option(help="Comma-separated loop counts N.")] =
+        "10,100,1000",
+    states: Annotated[int, typer.Option(min=1, max=1000, help="States per chain.")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Kernel forward-dynamics time per loop on generated chains of four-bar loops."""
+    from rbc.bench.scaling import bench_scaling
+
+    sizes = _loop_counts(loops, MAX_SCALING_LOOPS)
+    with progress_bar() as bar:
+        task = bar.add_task("evaluating chains", total=len(sizes))
+        rows = bench_scaling(sizes, states, progress=lambda n: bar.advance(task))
+    if as_json:
+        typer.echo(json.dumps({"chains": rows}, indent=2))
+        return
+    t = Table(title="kernel evaluation per loop (peer: smallest N)", title_justify="left")
+    for col in ("loops N", "nv", "independent", "geometry + lift [µs]", "curvature [µs]",
+                "forward dynamics [µs]", "per loop [µs]", "ratio to peer"):
+        t.add_column(escape(col), justify="right")
+    for r in rows:
+        t.add_row(str(r["loops"]), str(r["nv"]), str(r["independent"]),
+                  f"{r['geometry_us']:.1f}", f"{r['curvature_us']:.1f}",
+                  f"{r['forward_us']:.1f}", f"{r['per_loop_us']:.2f}", f"{r['ratio']:.2f}")
+    Console().print(t)
+
+
 #: Largest chain of `bench export` (each N is compiled first; 500 is the issue's case).
 MAX_EXPORT_LOOPS = 10_000
 

@@ -370,23 +370,25 @@ def reduced(I, IO, F, FO, q, v, edu, f, G, V, A0, Iw, fext, E, Mr, rhs, power):
     powers(I, IO, v, f, tau, V, fext, power)
     nu = E.shape[1]
     # E is sparse (a module's dependent rows touch only its inputs): both products run over
-    # its nonzeros, O(nnz(E)·nv_tree) and O(n_u·nnz(E_T)) instead of dense O(nv_tree²·n_u)
+    # its nonzeros, O(nnz(E)·nv_tree) and O(nnz(E_T)·n_u) instead of dense O(nv_tree²·n_u)
+    # (M_T is symmetric: its row k is read for its column k, contiguously)
     Y = np.zeros((nt, nu))  # M_T E_T
     for k in range(nt):
         for j in range(nu):
             e = E[k, j]
             if e != 0.0:
                 for i in range(nt):
-                    Y[i, j] += M[i, k] * e
+                    Y[i, j] += M[k, i] * e
     for a in range(nu):
         for b in range(a, nu):
-            s = 0.0
-            for i in range(nt):
-                e = E[i, a]
-                if e != 0.0:
-                    s += e * Y[i, b]
-            Mr[a, b] = s
-            Mr[b, a] = s
+            Mr[a, b] = 0.0
+        for i in range(nt):  # row a of M_r over column a's nonzeros (i ascending per entry)
+            e = E[i, a]
+            if e != 0.0:
+                for b in range(a, nu):
+                    Mr[a, b] += e * Y[i, b]
+        for b in range(a + 1, nu):
+            Mr[b, a] = Mr[a, b]
         s = 0.0
         for i in range(nv):
             s += E[i, a] * tau[i]

@@ -98,6 +98,15 @@ class KernelModel:
         kk.dense_jacobian(lay.I, lay.IO, lay.F, lay.FO, Cc, C)
         return rho, C, (E if ok else None)
 
+    def lift(self, q: np.ndarray) -> np.ndarray | None:
+        """The lift ``E`` (nv, n_u) at q (geometry, ``R_p`` factors, E: one kernel call,
+        nothing dense beyond E), or None if R_p is singular."""
+        lay = self.layout
+        E = np.empty((self.kin.nv, self.nu))
+        ok = step.geometry(*self._args, _f64(q), np.empty(lay.n_rows),
+                           np.empty(6 * int(lay.segment("ch_col_ptr")[-1])), E)
+        return E if ok else None
+
     def curvature(self, q: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(v, Ė u)`` (nv,), (nv,) at (q, u). Raises KernelError on a singular R_p."""
         v, edu = np.empty(self.kin.nv), np.empty(self.kin.nv)
