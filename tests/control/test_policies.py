@@ -78,6 +78,15 @@ def test_actuator_ablations_change_the_model_where_they_should(ctx, moving_ref):
     assert np.abs(g1 - T.g).max() > 1.0  # their weight [N or N·m] is in g, removed there
 
 
+def test_port_gains_follow_the_default_gain_rule(pair, ctx):
+    from rbc.sim.controllers import default_gains
+
+    md = pair.modes["stand"]
+    g = default_gains(ctx.mm.dm, md.partition, md.partition.q_ref)  # M_r by Pinocchio CRBA
+    assert np.abs(ctx.kp - g.kp).max() <= 1e-9 * np.abs(g.kp).max()
+    assert np.abs(ctx.kd - g.kd).max() <= 1e-9 * np.abs(g.kd).max()
+
+
 def test_pd_policies_on_the_reference_at_rest(pair, ctx):
     q = pair.modes["stand"].partition.q_ref
     z = np.zeros(ctx.mm.kin.nv)

@@ -27,8 +27,9 @@ within the effort bounds, and the allocation's slack where there is one):
   the initial reference (:attr:`PolicyContext.gamma_bar`), allocated with quasi-static
   wrench maps (the maps of the measured configuration at rest).
 * ``actuator_pd`` — no model: ``f = K_p (ℓ_d − ℓ) + K_d (ℓ̇_d − ℓ̇)`` at the ports with the
-  5 Hz critically damped gains of :func:`rbc.sim.controllers.default_gains` (the nominal
-  port inertia at the initial reference), clipped to the effort bounds.
+  5 Hz critically damped gains of :func:`rbc.sim.controllers.default_gains`' rule (the
+  nominal port inertia at the initial reference, :func:`port_gains`), clipped to the
+  effort bounds.
 
 The allocation's support-wrench maps are the nominal composed model's in every
 model-based policy (the shared allocation); only Q differs between them.
@@ -112,7 +113,6 @@ class PolicyContext:
         reference stance) at rest."""
         from rbc.compose.dynamics import member_model
         from rbc.control.per_robot import robot_models
-        from rbc.sim.controllers import default_gains
 
         md = comp.modes[mode]
         mm = member_model(comp, mode)
@@ -122,15 +122,29 @@ class PolicyContext:
         acts = mm.kin.record.actuators
         lim = np.array([a.effort_limits for a in acts], dtype=float).reshape(-1, 2)
         T = composed_terms(mm, data, q0, np.zeros(part.independent.size))
-        g = default_gains(mm.dm, part, q0)
+        kp, kd = port_gains(T)
         robots = ()
         if per_robot:
             robots = tuple((r, IndependentCoordinates.of(r.mm.kin, r.part))
                            for r in robot_models(comp, mode))
         no_inertia, massless = actuator_parameters(mm)
         return cls(mm, data, part, IndependentCoordinates.of(mm.kin, part), lim[:, 0],
-                   lim[:, 1], no_inertia, massless, np.diag(T.Gamma).copy(), g.kp, g.kd,
+                   lim[:, 1], no_inertia, massless, np.diag(T.Gamma).copy(), kp, kd,
                    robots, gains)
+
+
+def port_gains(terms) -> tuple[np.ndarray, np.ndarray]:
+    """``(K_p, K_d)`` (n_act,) of the port PD: the gain rule of
+    :func:`rbc.sim.controllers.default_gains` — the port's reflected inertia
+    ``m = diag((L Γ⁻¹ Lᵀ)⁺)`` of the nominal model at the state of ``terms`` (at rest),
+    ``K_p = m ω²``, ``K_d = 2 ζ m ω``, ω = 2π·5 Hz, ζ = 1 — from the composed terms already
+    evaluated (a second Pinocchio data of the ring's mode model costs 1.5 GB)."""
+    from rbc.sim.controllers import DEFAULT_BANDWIDTH, DEFAULT_ZETA
+
+    L = terms.L
+    m = np.diag(np.linalg.pinv(L @ np.linalg.solve(terms.Gamma, L.T)))
+    w = 2.0 * np.pi * DEFAULT_BANDWIDTH
+    return m * w * w, 2.0 * DEFAULT_ZETA * m * w
 
 
 def actuator_bodies(kin) -> tuple[str, ...]:
@@ -315,6 +329,6 @@ class PolicyController:
 
 
 __all__: Sequence[str] = ("POLICIES", "PolicyContext", "PolicyController", "PolicyStep",
-                          "actuator_bodies", "actuator_parameters", "actuator_pd",
+                          "actuator_bodies", "actuator_parameters", "actuator_pd", "port_gains",
                           "gravity_pd", "massless_actuators", "no_actuator_inertia",
                           "no_curvature", "per_robot", "projected_tree", "proposed")
