@@ -141,6 +141,9 @@ def test_cli_lists_targets_and_exits_1_unless_all_pass(fake, tmp_path, capsys):
     line = json.loads(capsys.readouterr().out.splitlines()[0])
     assert line["target"] == FAKE and line["status"] == "fail"
     assert main(["repro", "nope"]) == 2
+    # a negative root seed is refused at option parsing (numpy seeds are ≥ 0), nothing written
+    assert main(["repro", FAKE, "--quick", "--seed", "-5", "--out", str(tmp_path / "neg")]) == 2
+    assert not (tmp_path / "neg").exists()
 
 
 def test_a_directory_rbc_did_not_write_is_refused_before_any_target_runs(fake, tmp_path):

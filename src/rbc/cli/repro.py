@@ -27,7 +27,8 @@ def repro_command(
     workers: Annotated[int | None, typer.Option(
         "--workers", min=1, help="Worker processes of the local cluster (default: the "
         "usable cores).")] = None,
-    seed: Annotated[int, typer.Option(help="Root seed of every sampled case.")] = 20260927,
+    seed: Annotated[int, typer.Option(min=0, max=2**63 - 1, help="Root seed of every sampled "
+        "case (0 … 2⁶³−1).")] = 20260927,
     list_only: Annotated[bool, typer.Option("--list", help="List the targets and exit.")]
         = False,
     as_json: Annotated[bool, typer.Option(

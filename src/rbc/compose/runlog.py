@@ -112,10 +112,10 @@ class WrenchLog:
             f = log[self._key(s)][:, 3:]
             fn = f @ up
             ft = np.linalg.norm(f - np.outer(fn, up), axis=1)
-            pressed = fn > 0  # a tensile sample (fn ≤ 0) has no friction ratio
+            pressed = fn > 0  # only a pressing sample has a friction ratio
             out["supports"][s] = {
                 "min_normal_force": float(fn.min()),
-                "tensile_samples": int((~pressed).sum()),
+                "tensile_samples": int((fn < 0).sum()),  # pulling; 0 N (no contact) is not
                 "max_friction_ratio": float((ft[pressed] / fn[pressed]).max())
                 if pressed.any() else None,
                 "friction": self.friction[s]}
