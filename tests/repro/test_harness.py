@@ -167,6 +167,12 @@ def test_a_directory_rbc_did_not_write_is_refused_before_any_target_runs(fake, t
     with pytest.raises(UsageError, match="index.md rbc did not write"):
         run_targets([FAKE], notes, **fake)
     assert (notes / "index.md").read_text() == "# my notes"
+    inputs = tmp_path / "inputs"  # a folder of someone's files (say records/)
+    inputs.mkdir()
+    (inputs / "robot.yaml").write_text("name: r")
+    with pytest.raises(UsageError, match="not written by rbc"):
+        run_targets([FAKE], inputs, **fake)
+    assert sorted(p.name for p in inputs.iterdir()) == ["robot.yaml"]
     (ok,) = run_targets([FAKE], tmp_path / "fresh", **fake)  # a new root is fine, twice
     (again,) = run_targets([FAKE], tmp_path / "fresh", **fake)
     assert (tmp_path / "fresh" / FAKE / "report.md").is_file()

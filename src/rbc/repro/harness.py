@@ -97,7 +97,9 @@ def check_output_root(root: Path, names: Sequence[str]) -> None:
     Raises:
         UsageError: ``root`` exists and is not a directory; a target's directory exists and
             was not written by rbc (:func:`rbc.safeio.check_replaceable`); or ``root`` holds
-            an ``index.md`` without rbc's ``index.json`` beside it (someone else's file).
+            an ``index.md`` without rbc's ``index.json`` beside it (someone else's file);
+            or ``root`` is a non-empty directory without that ``index.json`` (a folder of
+            inputs, such as ``records/``).
     """
     if root.is_symlink() or (root.exists() and not root.is_dir()):
         raise UsageError(f"--out {root}: exists and is not a directory; give a directory path")
@@ -106,6 +108,9 @@ def check_output_root(root: Path, names: Sequence[str]) -> None:
                          "directory or rbc's earlier repro output")
     for name in names:
         check_replaceable(root / name, "--out")
+    if root.is_dir() and not (root / "index.json").is_file() and any(root.iterdir()):
+        raise UsageError(f"--out {root}: holds files not written by rbc (no index.json of an "
+                         "earlier rbc repro); give a new or empty directory")
 
 
 def run_targets(names: Sequence[str], out_root: str | Path, *, quick: bool = False,
@@ -123,9 +128,9 @@ def run_targets(names: Sequence[str], out_root: str | Path, *, quick: bool = Fal
     chosen = select(list(names))
     root = Path(out_root)
     check_output_root(root, chosen)
-    root.mkdir(parents=True, exist_ok=True)
     runs = []
-    with cluster(scheduler, workers) as cl:
+    with cluster(scheduler, workers) as cl:  # nothing is created when it cannot connect
+        root.mkdir(parents=True, exist_ok=True)
         for name in chosen:
             run = run_target(name, root, cl, quick, seed, progress)
             report.update_index(root, run, quick=quick)
