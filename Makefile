@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 DEMO    := records/stewart.yaml
 
-.PHONY: help install demo test test-fast lint clean repro repro-quick
+.PHONY: help install demo test test-fast lint clean repro repro-quick repro-go2
 
 help:  ## list targets
 	@grep -E '^[a-z%-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -40,6 +40,9 @@ repro-kangaroo: $(STAMP)  ## the Kangaroo-like biped's targets (issue 21 item 2;
 
 repro-%: $(STAMP)  ## one target, e.g. make repro-table5-solvers (rbc repro --list)
 	$(BIN)/rbc repro $*
+
+repro-go2: $(STAMP)  ## the Go2 course (issue 21): alias of make repro-go2-course
+	$(BIN)/rbc repro go2-course
 
 lint: $(STAMP)  ## ruff
 	$(BIN)/ruff check src tests

@@ -57,6 +57,11 @@ def simulate_command(
     payload: Annotated[list[str] | None, typer.Option(
         "--payload", help="Plant only: point mass BODY=KG at the body's COM; repeatable.")
     ] = None,
+    push: Annotated[list[str] | None, typer.Option(
+        "--push", help="Plant only: force BODY=FX,FY,FZ@START+DURATION \\[N, s] (world axes, at "
+        "the body's centre of mass; mujoco and pinocchio); repeatable.")] = None,
+    friction: Annotated[float | None, typer.Option(
+        "--friction", help="Plant only: friction coefficient μ of every support.")] = None,
     inertia_scale: Annotated[float, typer.Option(
         callback=number(gt=0), help="Plant only: factor on every body's mass and inertia.")
     ] = 1.0,
@@ -141,7 +146,8 @@ def simulate_command(
         control_dt=control_dt, reference=reference, reference_dt=reference_dt,
         initial=_pairs(assignments, "--set"), velocity=_pairs(velocity, "--velocity"),
         payload=tuple(_pairs(payload, "--payload", ge=0).items()),
-        inertia_scale=inertia_scale, bandwidth=bandwidth, zeta=zeta,
+        inertia_scale=inertia_scale, push=tuple(push or ()), friction=friction,
+        bandwidth=bandwidth, zeta=zeta,
         kp=_pairs(kp, "--kp", ge=0), kd=_pairs(kd, "--kd", ge=0),
         integrator=integrator, rtol=rtol, atol=atol, evaluator=evaluator, partition=partition,
         fix_root=fix_root, mode=mode, plant=plant, seed=seed)

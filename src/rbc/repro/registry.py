@@ -26,6 +26,7 @@ TARGETS: dict[str, str] = {
     "free-flight-probes": "rbc.repro.free_flight_probes",
     "kangaroo-ablation": "rbc.repro.kangaroo_ablation",
     "dances": "rbc.repro.dances",
+    "go2-course": "rbc.repro.go2_course",
 }
 
 

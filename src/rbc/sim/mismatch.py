@@ -4,9 +4,12 @@
   KG, its COM and rotational inertia about the COM are unchanged.
 * ``inertia_scale S``: every body's mass and inertia tensor are multiplied by S (a uniform
   density error; actuator rotor inertia is not scaled).
+* ``friction MU``: every support's friction coefficient becomes MU (the ground the plant
+  stands on; MuJoCo's contacts use it, the rigid plants report friction ratios against it).
 
-Only the record's inertial data change, so the kinematics (and the compiled structure) are
-those of the nominal model: the plant is the nominal :class:`CompiledModel` with a new record.
+Only the record's inertial and contact data change, so the kinematics (and the compiled
+structure) are those of the nominal model: the plant is the nominal :class:`CompiledModel`
+with a new record.
 """
 
 from __future__ import annotations
@@ -14,17 +17,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+import numpy as np
+
 from rbc.errors import RbcError, did_you_mean
 from rbc.model.compiled import CompiledModel
 
 
 class MismatchError(RbcError):
-    """A payload on an unknown body, a negative payload, or a non-positive inertia scale."""
+    """A payload on an unknown body, a negative payload, a non-positive inertia scale, or a
+    friction coefficient that is not positive (or a record without supports)."""
 
 
 def plant_model(kin: CompiledModel, payload: Sequence[tuple[str, float]] = (),
-                inertia_scale: float = 1.0) -> CompiledModel:
-    """The plant: ``kin`` with payloads added and inertias scaled (module docstring).
+                inertia_scale: float = 1.0, friction: float | None = None) -> CompiledModel:
+    """The plant: ``kin`` with payloads added, inertias scaled and the supports' friction
+    replaced (module docstring).
 
     Raises:
         MismatchError: see the class.
@@ -42,9 +49,17 @@ def plant_model(kin: CompiledModel, payload: Sequence[tuple[str, float]] = (),
         if kg < 0:
             raise MismatchError(f"--payload {body}={kg:g}: a payload mass must be ≥ 0 kg")
         extra[body] = extra.get(body, 0.0) + kg
-    if not extra and inertia_scale == 1.0:
+    if friction is not None:
+        if not kin.record.supports:
+            raise MismatchError(f"--friction {friction:g}: {kin.record.name} has no supports")
+        if not (friction > 0 and np.isfinite(friction)):
+            raise MismatchError(f"--friction {friction:g}: a friction coefficient must be "
+                                "positive and finite")
+    if not extra and inertia_scale == 1.0 and friction is None:
         return kin
     bodies = tuple(replace(b, mass=inertia_scale * b.mass + extra.get(b.name, 0.0),
                            inertia=tuple(inertia_scale * x for x in b.inertia))
                    for b in kin.record.bodies)
-    return replace(kin, record=replace(kin.record, bodies=bodies))
+    supports = kin.record.supports if friction is None else tuple(
+        replace(s, friction=float(friction)) for s in kin.record.supports)
+    return replace(kin, record=replace(kin.record, bodies=bodies, supports=supports))

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +47,7 @@ from rbc.sim.controllers import (
     feedforward_table,
 )
 from rbc.sim.mismatch import plant_model
+from rbc.sim.push import Push, forces_at, parse_push
 from rbc.sim.reference import LiftedReference, lift_reference, load_knots, spline_reference
 from rbc.sim.schedule import (
     SupportReference,
@@ -93,6 +94,8 @@ class SimOptions:
         plant: a composed bundle's engine plant variant, ``ideal | realistic``
             (:mod:`rbc.compose.plant`; None: ideal on MuJoCo and Pinocchio);
         seed: the realistic plant's measurement-noise seed.
+        push: ``BODY=FX,FY,FZ@START+DURATION`` texts (:mod:`rbc.sim.push`): forces on the
+            plant only. friction: μ of every support of the plant only (None: the record's).
     """
 
     backend: str = "reduced"
@@ -120,6 +123,8 @@ class SimOptions:
     mode: str | None = None
     plant: str | None = None
     seed: int | None = None
+    push: Sequence[str] = ()
+    friction: float | None = None
 
 
 @dataclass(eq=False)
@@ -142,6 +147,8 @@ class Prepared:
     support_reference: SupportReference | None = None
     #: a composed bundle's (composition, mode) (:mod:`rbc.compose.runlog`)
     composed: tuple | None = None
+    #: the plant's pushes (:mod:`rbc.sim.push`)
+    pushes: tuple[Push, ...] = ()
 
 
 def _step_counts(opts: SimOptions, duration: float) -> tuple[float, int, float]:
@@ -316,9 +323,11 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
     if opts.reference is not None and (opts.initial or opts.velocity):
         raise UsageError("--set/--velocity conflict with --reference: the reference's first "
                          "knot fixes the initial state")
-    plant = plant_model(kin, opts.payload, opts.inertia_scale)
+    plant = plant_model(kin, opts.payload, opts.inertia_scale, opts.friction)
+    pushes = _pushes(opts, kin, backend)
     if opts.reference is not None and has_schedule(opts.reference):
-        return _prepare_schedule(bundle, opts, kin, plant, backend, t0, progress)
+        return replace(_prepare_schedule(bundle, opts, kin, plant, backend, t0, progress),
+                       pushes=pushes)
     backend.check(plant, part)
     dm = DynamicsModel.build(kin)
     lower, upper = effort_limits(dm)
@@ -358,7 +367,50 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
     else:
         controller = Controller(opts.controller, gains, ref, ff, lower, upper)
     return Prepared(str(bundle), opts, kin, plant, part, controller, backend, q0, v0,
-                    duration, cdt, sub, time.perf_counter() - t0, composed=composed)
+                    duration, cdt, sub, time.perf_counter() - t0, composed=composed,
+                    pushes=pushes)
+
+
+#: The options that act on the plant or the step sizes only: :func:`prepare`'s reference
+#: lift, feedforward table and gains do not read them.
+PLANT_OPTIONS = ("payload", "inertia_scale", "friction", "push", "dt", "control_dt")
+
+
+def with_plant(prep: Prepared, opts: SimOptions) -> Prepared:
+    """``prep`` for another request that differs only in :data:`PLANT_OPTIONS`: the same
+    reference lift, feedforward and gains with the new request's plant (payload, inertia
+    scale, friction), pushes and steps — what :func:`prepare` of ``opts`` gives, without
+    lifting the reference again (a batch of perturbed runs of one reference).
+
+    Raises:
+        SimulationError: ``opts`` differs in another option; as :func:`prepare` for the
+            plant options and steps.
+    """
+    from dataclasses import fields
+
+    other = [f.name for f in fields(SimOptions) if f.name not in PLANT_OPTIONS
+             and getattr(opts, f.name) != getattr(prep.options, f.name)]
+    if other:
+        raise SimulationError(f"with_plant: the requests differ in {', '.join(other)}, which "
+                              "the prepared run depends on; prepare it afresh")
+    cdt, sub, duration = _step_counts(opts, prep.duration)
+    plant = plant_model(prep.kin, opts.payload, opts.inertia_scale, opts.friction)
+    return replace(prep, options=opts, plant=plant, pushes=_pushes(opts, prep.kin, prep.backend),
+                   control_dt=cdt, substeps=sub, duration=duration)
+
+
+def _pushes(opts: SimOptions, kin: CompiledModel, backend: type[Backend]) -> tuple[Push, ...]:
+    """The ``--push`` texts parsed and checked against the record and the backend.
+
+    Raises:
+        PushError: a malformed push or an unknown body; SimulationError: a backend that
+            takes no external forces.
+    """
+    pushes = tuple(parse_push(p, kin.record.body_index()) for p in opts.push)
+    if pushes and not backend.pushable:
+        raise SimulationError(f"--push: the {opts.backend} backend applies no external "
+                              "forces; use --backend mujoco or pinocchio")
+    return pushes
 
 
 def allocation_controller(composed: tuple, part: Partition, kin: CompiledModel,
@@ -543,7 +595,13 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
     m = plant.measure()
     record(m, 0.0)
     t0 = time.perf_counter()
+    body = prep.kin.record.body_index()
+    held: dict[str, np.ndarray] = {}
     for i in range(n):
+        for name, f in forces_at(prep.pushes, i * prep.control_dt).items():
+            if name not in held or np.any(held[name] != f):
+                plant.apply_force(body[name], f)
+                held[name] = f
         if supports is not None:  # a switch takes effect at the first control time ≥ it
             before = plant.mode
             plant.switch(sref.schedule.mode_at(i * prep.control_dt), i * prep.control_dt)
@@ -624,6 +682,7 @@ def _summary(prep: Prepared, plant: Backend, log: dict[str, np.ndarray], wall: f
         and opts.backend != "reduced" else None,
         "duration": prep.duration, "dt": opts.dt, "control_dt": prep.control_dt,
         "payload": {b: kg for b, kg in opts.payload}, "inertia_scale": opts.inertia_scale,
+        "friction": opts.friction, "pushes": [p.to_json() for p in prep.pushes],
     }
     tasks = [t.name for t in prep.kin.record.tasks]
     if "port_reference" in log:

@@ -9,6 +9,7 @@
     base: {x: […], y: […], z: […], roll: […], pitch: […], yaw: […]}   # floating base pose
     supports: {FL: {x: […], y: […], z: […]}, …}   # world targets of support frame origins
     joints: {NAME: […]}                       # other independent coordinates (optional)
+    swing: {FL: 0.05, …}                      # swing heights [m] (optional)
 
 Base and support components are world coordinates [m, rad] (rpy as URDF:
 ``R = Rz(yaw)·Ry(pitch)·Rx(roll)``); a surface support's target may also give roll, pitch,
@@ -17,6 +18,15 @@ posture**: the record's reference configuration with the base moved rigidly to t
 base knot (so unspecified feet stay under the base). The schedule's first entry is at the
 first knot; every switch time is a knot time; a support must not move while its mode is
 active (its target is held; a touchdown must be at the target where the foot lands).
+
+**Swings.** ``swing: {SUPPORT: h}`` lifts a support's vertical target by the bump
+``h·64 s³(1 − s)³`` over every interval in which the schedule releases it and holds it
+again (s the normalised time from its lift-off switch to its touchdown switch): 0 with zero
+rate and curvature at both ends, h at mid-swing. A step is then one segment — no apex knot,
+so the base need not stop in mid-swing (every component is at rest at every knot). Where the
+foot lands is its target at the touchdown knot: a support's ``x``/``y`` knots may change
+while it is released (a step to a new place); the plants anchor it where it actually lands
+(:mod:`rbc.sim.switching`).
 
 **Interpolation.** Between knots every component follows a minimum-jerk quintic
 ``x₀ + (x₁ − x₀)(10s³ − 15s⁴ + 6s⁵)``: C², at rest at every knot, no overshoot — so held
@@ -36,7 +46,7 @@ mode's inverse dynamics (:func:`modal_feedforward`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -93,7 +103,8 @@ class SupportKnots:
 
     Attributes:
         time: (K,) [s]; schedule: the modes; base: {component: (K,)}; supports:
-        {support: {component: (K,)}}; joints: {coordinate: (K,)}; source: the file.
+        {support: {component: (K,)}}; joints: {coordinate: (K,)}; source: the file;
+        swings: see below.
     """
 
     time: np.ndarray
@@ -102,6 +113,16 @@ class SupportKnots:
     supports: dict[str, dict[str, np.ndarray]]
     joints: dict[str, np.ndarray]
     source: str
+    #: per support, its swings ``(lift-off, touchdown, height)`` [s, s, m] (``swing`` key)
+    swings: dict[str, tuple[tuple[float, float, float], ...]] = field(default_factory=dict)
+
+    def swing_lift(self, name: str, t: float) -> float:
+        """The swing bump [m] of support ``name`` at time t (module docstring, "Swings")."""
+        for t_off, t_on, h in self.swings.get(name, ()):
+            if t_off < t < t_on:
+                s = (t - t_off) / (t_on - t_off)
+                return h * 64.0 * s**3 * (1.0 - s) ** 3
+        return 0.0
 
 
 def has_schedule(path: str | Path) -> bool:
@@ -149,9 +170,17 @@ def load_support_knots(path: str | Path, model: CompiledModel) -> SupportKnots:
             active.
     """
     p = Path(path)
-    src = str(p)
     doc = load_yaml(read_text(p, "reference"), p)  # InputError: unreadable, too large, …
-    allowed = ("time", "modes", "base", "supports", "joints")
+    return knots_from_document(doc, model, str(p))
+
+
+def knots_from_document(doc, model: CompiledModel, src: str) -> SupportKnots:
+    """:func:`load_support_knots` on a document already read (``src`` names it in errors).
+
+    Raises:
+        ScheduleError: as :func:`load_support_knots`.
+    """
+    allowed = ("time", "modes", "base", "supports", "joints", "swing")
     if not isinstance(doc, dict) or "time" not in doc or "modes" not in doc:
         raise ScheduleError(f"{src}: expected a mapping with `time` and `modes` "
                             "(docs/supports.md)")
@@ -196,10 +225,38 @@ def load_support_knots(path: str | Path, model: CompiledModel) -> SupportKnots:
         supports[name] = _components(src, f"supports.{name}", comp, keys, n)
     joints = {str(k): _series(src, f"joints.{k}", v, n)
               for k, v in (doc.get("joints") or {}).items()}
-    knots = SupportKnots(t, ModeSchedule(tuple(times), tuple(names)), base, supports, joints,
-                         src)
+    schedule = ModeSchedule(tuple(times), tuple(names))
+    swings = _swings(src, doc.get("swing") or {}, kinds, schedule, model)
+    knots = SupportKnots(t, schedule, base, supports, joints, src, swings)
     _check_holds(knots, model)
     return knots
+
+
+def _swings(src: str, value, kinds: dict[str, str], schedule: ModeSchedule,
+            model: CompiledModel) -> dict[str, tuple[tuple[float, float, float], ...]]:
+    """The ``swing`` key: per support its swings (lift-off, touchdown, height) — every
+    interval between a switch that releases it and the next that holds it again (a support
+    released until the end has no touchdown, hence no bump)."""
+    if not isinstance(value, dict):
+        raise ScheduleError(f"{src}: swing: expected a mapping SUPPORT: HEIGHT [m]")
+    out = {}
+    for name, h in value.items():
+        if name not in kinds:
+            raise ScheduleError(f"{src}: swing.{name}: unknown support; supports: "
+                                + ", ".join(kinds))
+        if isinstance(h, bool) or not isinstance(h, int | float) or not np.isfinite(h) \
+                or not 0 <= h <= 1.0:
+            raise ScheduleError(f"{src}: swing.{name}: expected a height in [0, 1] m")
+        held = [name in model.modes[m].supports for m in schedule.modes]
+        spans, off = [], None
+        for i, (ts, on) in enumerate(zip(schedule.times, held, strict=True)):
+            if i and held[i - 1] and not on:
+                off = ts
+            elif off is not None and on:
+                spans.append((off, ts, float(h)))
+                off = None
+        out[str(name)] = tuple(spans)
+    return out
 
 
 def _check_holds(knots: SupportKnots, model: CompiledModel) -> None:
@@ -217,6 +274,34 @@ def _check_holds(knots: SupportKnots, model: CompiledModel) -> None:
                         f"{knots.source}: supports.{name}.{key} moves between {start:g} s and "
                         f"{end:g} s while mode {mode} holds {name} (a held support stays at "
                         "its anchor; lift it with a mode without it)")
+
+
+def closed_at(model: CompiledModel, knots: SupportKnots, times) -> list[np.ndarray]:
+    """The reference's closed configurations (base model coordinates, (nq,) each) at the
+    given increasing times: the lift's inverse kinematics (module docstring), reached from
+    the reference posture by the same homotopy, each time from the previous one.
+
+    Raises:
+        ScheduleError: the targets are out of reach, or the base cannot be prescribed.
+    """
+    inv = _Inverse(knots, model)
+    q = _start(inv, float(knots.time[0]))
+    out = []
+    for t in times:
+        q = inv.close(q, float(t))
+        out.append(q[: model.nq].copy())
+    return out
+
+
+def _start(inv: _Inverse, t0: float) -> np.ndarray:
+    """The IK model's configuration at the first knot, by the homotopy from the posture."""
+    ik = inv.ik
+    q = np.concatenate([inv.q_posture, np.zeros(ik.nq - inv.model.nq)])
+    for k in range(len(inv.model.kinds), len(ik.kinds)):
+        q[ik.q_slice(k)] = ik.kinds[k].neutral()
+    for s in np.linspace(0.0, 1.0, HOMOTOPY_STEPS + 1)[1:]:
+        q = inv.close(q, t0, s)
+    return q
 
 
 def min_jerk(time: np.ndarray, x: np.ndarray, t: float) -> float:
@@ -327,6 +412,7 @@ class _Inverse:
             comp = k.supports.get(n, {})
             vals = {c: (min_jerk(k.time, comp[c], t) if c in comp else v)
                     for c, v in self.support_default[n].items()}
+            vals["z"] += k.swing_lift(n, t)
             anchors.append(_pose(vals))
         joints = {j: min_jerk(k.time, k.joints[self.model.v_names[j]], t)
                   for j in self.joint_targets}
@@ -423,12 +509,7 @@ def lift_support_reference(model: CompiledModel, knots: SupportKnots, dt: float,
     inv = _Inverse(knots, model)
     ik, part = inv.ik, inv.part
     t0 = float(knots.time[0])
-    q = inv.q_posture
-    q = np.concatenate([q, np.zeros(ik.nq - model.nq)])
-    for k in range(len(model.kinds), len(ik.kinds)):
-        q[ik.q_slice(k)] = ik.kinds[k].neutral()
-    for s in np.linspace(0.0, 1.0, HOMOTOPY_STEPS + 1)[1:]:
-        q = inv.close(q, t0, s)
+    q = _start(inv, t0)
     n = int(round(duration / dt)) + 1
     time = t0 + np.arange(n) * dt
     nb, nvb = model.nq, model.nv

@@ -92,6 +92,7 @@ class ModalPlant(Backend):
         self.names = tuple(s.name for s in plant.record.supports
                            if any(s.name in plant.modes[m].supports for m in schedule.modes))
         self.mode = schedule.modes[0]
+        self.forces: dict[int, np.ndarray] = {}  # held pushes, re-applied to new segments
         self.anchors: dict[str, np.ndarray] = {}
         self.switches: list[Switch] = []
         self.work_impacts = 0.0
@@ -132,6 +133,8 @@ class ModalPlant(Backend):
         self.work_impacts -= imp.loss
         self._impact = imp
         inner = self.backend(mm, info.partition, q, imp.v, self.dt, **self.options)
+        for b, f in self.forces.items():
+            inner.apply_force(b, f)
         if hasattr(inner, "time"):
             inner.time = t  # the reduced plant's clock: events and warnings in run time
         return inner
@@ -216,6 +219,15 @@ class ModalPlant(Backend):
         return self.inner.close
 
     # ------------------------------------------------------------------ Backend
+    @property
+    def pushable(self) -> bool:
+        return self.backend.pushable
+
+    def apply_force(self, body: int, force: np.ndarray) -> None:
+        """Held on the current segment and on every later one."""
+        self.forces[int(body)] = np.asarray(force, dtype=float).copy()
+        self.inner.apply_force(body, force)
+
     def advance(self, f: np.ndarray, steps: int) -> None:
         self.inner.advance(f, steps)
 

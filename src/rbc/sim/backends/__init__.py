@@ -120,6 +120,14 @@ class Backend(ABC):
         support, world axes, about the support point [N·m; N]."""
         raise NotImplementedError(f"the {self.name} backend does not report support wrenches")
 
+    #: True for plants that take external forces (:meth:`apply_force`, ``--push``)
+    pushable: ClassVar[bool] = False
+
+    def apply_force(self, body: int, force: np.ndarray) -> None:
+        """Hold the force (3,) [N] (world axes) at the centre of mass of body ``body``
+        (record index) over the following steps, until changed (:mod:`rbc.sim.push`)."""
+        raise NotImplementedError(f"the {self.name} backend does not apply external forces")
+
 
 def refuse_drives(backend: str, plant: CompiledModel) -> None:
     """Raise :class:`BackendError` when the record has drive data (``drive`` on an

@@ -100,6 +100,14 @@ class MujocoBackend(Backend):
         self._q_last = np.asarray(q0, dtype=float).copy()  # start of the next readback
         mujoco.mj_forward(m, d)
 
+    pushable = True
+
+    def apply_force(self, body: int, force: np.ndarray) -> None:
+        """``xfrc_applied`` of the body's MuJoCo body: the force at its centre of mass."""
+        b = mujoco.mj_name2id(self.m, mujoco.mjtObj.mjOBJ_BODY, self.exp.body_names[body])
+        self.d.xfrc_applied[b, :3] = force
+        self.d.xfrc_applied[b, 3:] = 0.0
+
     def advance(self, f: np.ndarray, steps: int) -> None:
         if self.drive is not None:
             self._advance_driven(f, steps)

@@ -90,6 +90,29 @@ class PinocchioBackend(Backend):
         self.damping = t.v_pin(damping[: plant.nv_tree])
         self.probe = TreeProbe(t, record_tasks(plant))
         self.gap_names = tuple(s.name for s in self.pmod.specs)
+        self.pushes: dict[int, np.ndarray] = {}
+
+    pushable = True
+
+    def apply_force(self, body: int, force: np.ndarray) -> None:
+        """The force at the body's centre of mass, applied as ``J_cᵀ f`` in each step."""
+        self.pushes[int(body)] = np.asarray(force, dtype=float).copy()
+
+    def _push_efforts(self) -> np.ndarray:
+        """Generalized force (nv_pin,) of the held pushes at the current q: ``J_cᵀ f`` with
+        ``J_c = J_v − [R c]ₓ J_ω`` the world-aligned Jacobian of the centre-of-mass point c
+        (body frame) from the body frame's."""
+        m, d, t = self.model, self.data, self.tree
+        tau = np.zeros(m.nv)
+        for b, f in self.pushes.items():
+            if not np.any(f):
+                continue
+            frame = int(t.body_frame[b])
+            J = pin.computeFrameJacobian(m, d, self.q, frame, pin.LOCAL_WORLD_ALIGNED)
+            r = d.oMf[frame].rotation @ np.asarray(self.plant.record.bodies[b].com, float)
+            Jc = J[:3] - pin.skew(r) @ J[3:]
+            tau += Jc.T @ f
+        return tau
 
     def set_state(self, q: np.ndarray, v: np.ndarray) -> None:
         """Set the tree state from rbc ``(q (nq,), v (nv,))`` (their tree parts)."""
@@ -103,6 +126,8 @@ class PinocchioBackend(Backend):
         (:meth:`cut_wrenches`)."""
         _, P = self._ports()
         tau = P.T @ f - self.damping * self.v
+        if self.pushes:
+            tau += self._push_efforts()
         return pin.constraintDynamics(self.model, self.data, self.q, self.v, tau,
                                       self.pmod.constraints, self.cdatas, self.prox)
 
