@@ -325,6 +325,9 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
                          "knot fixes the initial state")
     plant = plant_model(kin, opts.payload, opts.inertia_scale, opts.friction)
     pushes = _pushes(opts, kin, backend)
+    if pushes and composed is not None:
+        raise SimulationError("--push: not available on composed bundles yet (the composed "
+                              "plants take no external forces)")
     if opts.reference is not None and has_schedule(opts.reference):
         return replace(_prepare_schedule(bundle, opts, kin, plant, backend, t0, progress),
                        pushes=pushes)
