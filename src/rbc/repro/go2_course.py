@@ -64,6 +64,9 @@ RMS_FROM = 2.0  # [s] the paper's window: t ≥ 2 s
 QUICK_DURATION = 1.3  # [s] the first lift-off (RL, at 1.1 s) included
 #: The course must keep ≥ 100 transitions (issue 21 acceptance).
 MIN_TRANSITIONS = 100
+#: The base follows the course: within 10 cm of its reference throughout (the paper's RMS
+#: figures are ~1 cm; a robot that tips over or drifts off leaves this bound).
+TRACKING_LIMIT = 0.10
 #: Closure of the lifted reference on the modes' manifolds: the module Newton stops at
 #: 1e-13 on ρ; 1e-10 m leaves three decades.
 CLOSURE_LIMIT = 1e-10
@@ -216,6 +219,9 @@ def run(ctx) -> Outcome:
                                  r["transitions"], ref["transitions"] if ref else 0,
                                  "transitions", "transitions taken by the plant",
                                  lower_bound=True))
+        checks.append(make_check(f"go2_course.{r['plant']}.{_slug(r['variant'])}.tracking",
+                                 r["max_error"], TRACKING_LIMIT, "m",
+                                 "largest base position error (the robot follows the course)"))
         if r["fallbacks"]:
             checks.append(make_check(f"go2_course.{r['plant']}.{_slug(r['variant'])}.fallbacks",
                                      r["fallbacks"], 0, "fallbacks", "corrector fallbacks"))
