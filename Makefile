@@ -36,7 +36,7 @@ repro-quick: $(STAMP)  ## every target on its small case list (make test runs it
 	$(BIN)/rbc repro --quick
 
 repro-kangaroo: $(STAMP)  ## the Kangaroo-like biped's targets (issue 21 item 2; docs/supports.md)
-	$(BIN)/rbc repro kangaroo-ablation
+	$(BIN)/rbc repro kangaroo-ablation kangaroo-landing
 
 repro-%: $(STAMP)  ## one target, e.g. make repro-table5-solvers (rbc repro --list)
 	$(BIN)/rbc repro $*

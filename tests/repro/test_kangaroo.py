@@ -12,6 +12,7 @@ import yaml
 
 from rbc.cli.main import main
 from rbc.repro import kangaroo_ablation as ab
+from rbc.repro import kangaroo_landing as la
 from rbc.repro import models
 
 
@@ -126,3 +127,98 @@ def test_repro_kangaroo_ablation_quick(tmp_path):
     assert (tmp_path / "kangaroo-ablation" / "port_errors.png").stat().st_size > 5000
     assert rows["mujoco.linear_ratio"]["ours"] >= ab.MIN_RATIO
     assert rows["mujoco.pd.linear_rms_mm"]["paper"] == 1.653
+
+
+# ------------------------------------------------------------------ landing (item 2b)
+
+
+def test_landing_reference_is_its_generator_output(refs_script):
+    assert refs_script.landing_text() == refs_script.LANDING.read_text()
+
+
+def test_landing_reference_heights_match_the_record(refs_script):
+    """The generator's pelvis height over the soles is the record's (at q_ref), the
+    touchdown is the free-fall time, and the stance soles sit on the contact box (1 mm)."""
+    from rbc.model.compiled import CompiledModel
+    from rbc.model.modes import support_poses
+
+    kin = CompiledModel.from_bundle(la.bundle())
+    q = kin.partitions["default"].q_ref
+    z = [T.translation[2] for T in support_poses(kin, q, ("left_sole", "right_sole"))]
+    assert -z[0] == pytest.approx(refs_script.PELVIS_OVER_SOLE, abs=1e-9)
+    assert z[0] == pytest.approx(z[1], abs=1e-12)
+    doc = refs_script.landing_reference(0.05)
+    t_land = doc["modes"][1]["time"]
+    assert 0.5 * 9.81 * t_land ** 2 == pytest.approx(0.05, abs=1e-6)
+    assert doc["base"]["z"][0] - doc["base"]["z"][1] == pytest.approx(0.05, abs=1e-12)
+    assert set(doc["supports"]["left_sole"]["z"][1:]) == {refs_script.SOLE_Z}
+    assert min(doc["base"]["z"]) == pytest.approx(doc["base"]["z"][1] - 0.12, abs=1e-12)
+
+
+def test_collocated_efforts_in_free_fall_are_zero_and_the_base_falls_at_g():
+    """Released at rest with the joints' reference at rest (u̇ = 0 requested everywhere),
+    the free-flight feedforward needs no effort — a rigid body falls freely — and the base
+    acceleration it implies is gravity; the least-squares fit instead spends efforts on the
+    requested zero base acceleration. Independent check: forward dynamics with f gives the
+    same accelerations."""
+    from rbc.model.compiled import CompiledModel
+    from rbc.model.dynamics import (
+        DynamicsData,
+        DynamicsModel,
+        actuator_efforts,
+        collocated_efforts,
+        forward_dynamics,
+        reduced_terms,
+    )
+    from rbc.model.modes import model_for
+
+    kin = CompiledModel.from_bundle(la.bundle())
+    mm = model_for(kin, kin.modes["free"])
+    part = next(iter(mm.partitions.values()))
+    dm = DynamicsModel.build(mm)
+    data = DynamicsData.of(dm)
+    q = part.q_ref
+    zero = np.zeros(part.independent.size)
+    f, ud = collocated_efforts(dm, reduced_terms(dm, data, part, q, zero), zero)
+    # 1e-9 N: round-off of M_r (≈ 56 kg) times g through one null-space solve
+    assert np.abs(f).max() < 1e-9
+    base = [i for i, j in enumerate(part.independent) if j < 6]
+    assert ud[base] == pytest.approx([0, 0, 0, 0, 0, -9.81], abs=1e-9)  # body twist [ω; v]
+    fd = forward_dynamics(dm, reduced_terms(dm, data, part, q, zero, f))
+    assert fd == pytest.approx(ud, abs=1e-9)
+    assert np.abs(actuator_efforts(dm, reduced_terms(dm, data, part, q, zero), zero)).max() > 1
+
+
+def test_landing_gains_follow_the_documented_rule():
+    g = la.gains()
+    T = la.CONTROL_DT
+    assert g["kp"]["left_leg_length"] == g["kp"]["right_leg_length"] == 4e4
+    m_l = np.mean([g["inertia_stance"][f"{s}_leg_length"] for s in ("left", "right")])
+    w2 = 4e4 / m_l
+    for name, kp in g["kp"].items():
+        m_st, m_fl = g["inertia_stance"][name], g["inertia_flight"][name]
+        if not name.endswith("leg_length"):
+            assert kp == pytest.approx(min(m_st * w2, la.CAP * m_fl / T ** 2), rel=1e-9)
+        assert g["kd"][name] == pytest.approx(min(2 * m_st * np.sqrt(w2), la.CAP * m_fl / T),
+                                              rel=1e-9)
+    assert g["kp"]["left_ankle_pitch"] < 0.1 * g["inertia_stance"]["left_ankle_pitch"] * w2
+
+
+def test_landing_touches_down_on_pinocchio_at_the_free_fall_time():
+    """0.15 s on the Pinocchio plant: one switch free → double at the first control instant
+    after √(2h/g), a positive plastic impact loss, the pelvis within 2 cm of its reference."""
+    r = la.simulate_case(("nominal", "pinocchio", 0.15))
+    (sw,) = r["switches"]
+    assert (sw["from"], sw["to"]) == ("free", "double")
+    assert sw["time"] == pytest.approx(0.101, abs=1e-9)
+    assert r["impact_losses"] > 0 and r["base_max_error"] < 0.02
+
+
+@pytest.mark.slow
+def test_repro_kangaroo_landing_quick(tmp_path):
+    code = main(["repro", "kangaroo-landing", "--quick", "--scheduler", "synchronous",
+                 "--out", str(tmp_path)])
+    res = json.loads((tmp_path / "kangaroo-landing" / "results.json").read_text())
+    assert code == 0 and res["status"] == "pass"
+    assert (tmp_path / "kangaroo-landing" / "pelvis.png").stat().st_size > 5000
+    assert res["key_figures"].startswith("paired MuJoCo–Pinocchio")

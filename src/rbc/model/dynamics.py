@@ -407,6 +407,36 @@ def actuator_efforts(dm: DynamicsModel, terms: ReducedTerms, udot: np.ndarray) -
     return np.linalg.lstsq(L.T, inverse_dynamics(terms, udot), rcond=None)[0]
 
 
+def collocated_efforts(dm: DynamicsModel, terms: ReducedTerms, udot: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """Port efforts f (n_act,) producing the reference's port accelerations, the directions
+    no port drives left to the dynamics (collocated inverse dynamics).
+
+    With ``L = J_ℓ E`` (n_act, n_u) and N an orthonormal basis of its null space (speeds
+    that move no port — a free-flying robot's rigid motion with its joints held), the
+    accelerations are ``u̇ + N z`` with z from the undriven equations
+    ``Nᵀ M_r N z = −Nᵀ (M_r u̇ + h_r − τ_r)`` (no port effort does work along N), then f
+    solves ``Lᵀ f = M_r (u̇ + N z) + h_r − τ_r`` exactly (minimum norm). In free flight this is
+    the ballistic base motion the joints' reference implies, where :func:`actuator_efforts`
+    would fit the reference's base acceleration in least squares with efforts that cannot
+    produce it. Source: the collocated partial feedback linearisation of underactuated
+    systems (Spong, "The swing up control problem for the Acrobot", 1995), here in the
+    reduced coordinates.
+
+    Returns:
+        ``(f (n_act,) [N or N·m], u̇ + N z (n_u,))``.
+    """
+    from scipy.linalg import null_space
+
+    L = actuator_map(dm.kin, terms.lifted.E, terms.q)
+    N = null_space(L)
+    ud = np.asarray(udot, dtype=float)
+    if N.shape[1]:
+        z = np.linalg.solve(N.T @ terms.M @ N, -N.T @ inverse_dynamics(terms, ud))
+        ud = ud + N @ z
+    return np.linalg.lstsq(L.T, inverse_dynamics(terms, ud), rcond=None)[0], ud
+
+
 def tree_acceleration(terms: ReducedTerms, udot: np.ndarray) -> np.ndarray:
     """All accelerations ``v̇ = E u̇ + Ė u`` (nv,)."""
     return terms.lifted.E @ udot + terms.edu

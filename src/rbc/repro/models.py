@@ -54,6 +54,28 @@ def bundle(name: str) -> Path:
     return out
 
 
+@functools.cache
+def modes_bundle(name: str, text: str | None = None,
+                 modes: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> Path:
+    """A bundle of ``records/<name>.yaml`` — or of the edited record ``text`` — compiled
+    with every support mode (``--modes all``) and the named ``modes`` (``--mode``), once
+    per process. Edited texts are compiled as ``<name>-<hash>.h5`` in the scratch
+    directory."""
+    import hashlib
+
+    from rbc.compiler import compile_to_file
+
+    src = record_path(name)
+    stem = name
+    if text is not None:
+        stem = f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+        src = _scratch() / f"{stem}.yaml"
+        src.write_text(text, encoding="utf-8")
+    out = _scratch() / f"{stem}.modes.h5"
+    compile_to_file(src, out, modes=modes, all_modes=True)
+    return out
+
+
 def compiled_text(name: str, text: str, **options):
     """The :class:`~rbc.model.compiled.CompiledModel` of a record given as YAML text (an
     edited shipped record), compiled with ``options`` of

@@ -27,6 +27,7 @@ TARGETS: dict[str, str] = {
     "kangaroo-ablation": "rbc.repro.kangaroo_ablation",
     "dances": "rbc.repro.dances",
     "go2-course": "rbc.repro.go2_course",
+    "kangaroo-landing": "rbc.repro.kangaroo_landing",
 }
 
 

@@ -56,7 +56,13 @@ from rbc.errors import InputError, RbcError
 from rbc.ir import spatial as sp
 from rbc.model.closure import newton
 from rbc.model.compiled import CompiledModel
-from rbc.model.dynamics import DynamicsData, DynamicsModel, actuator_efforts, reduced_terms
+from rbc.model.dynamics import (
+    DynamicsData,
+    DynamicsModel,
+    actuator_efforts,
+    collocated_efforts,
+    reduced_terms,
+)
 from rbc.model.interfaces import port_state, task_map
 from rbc.model.modes import analyse_mode, anchors_array, mode_model, support_poses
 from rbc.model.partition import lift
@@ -614,7 +620,11 @@ def modal_feedforward(model: CompiledModel, sref: SupportReference, progress=Non
                       ) -> np.ndarray:
     """(K, n_act) port efforts reproducing the reference on the nominal model, each grid
     point in the mode active there (the mode's inverse dynamics; minimum norm when the mode
-    is over-actuated, least squares in an undriven direction)."""
+    is over-actuated, least squares in an undriven direction). In a mode without supports
+    (free flight) the base is driven by nothing: the efforts are the collocated ones
+    (:func:`rbc.model.dynamics.collocated_efforts`) — the joints' reference with the base
+    falling as the dynamics make it — not a least-squares fit of the reference's base
+    acceleration (a minimum-jerk base curve is not a ballistic one)."""
     segs = segment_models(model, sref)
     out = np.empty((sref.ref.time.size, len(model.record.actuators)))
     cache: dict[int, tuple[DynamicsModel, DynamicsData]] = {}
@@ -628,7 +638,10 @@ def modal_feedforward(model: CompiledModel, sref: SupportReference, progress=Non
         part = next(iter(mm.partitions.values()))
         q, u, ud = mode_state(mm, sref.ref.q[k], sref.ref.v[k], sref.ref.a[k])
         t = reduced_terms(dm, data, part, q, u)
-        out[k] = actuator_efforts(dm, t, ud)
+        if sref.model.modes[sref.schedule.modes[i]].supports:
+            out[k] = actuator_efforts(dm, t, ud)
+        else:
+            out[k] = collocated_efforts(dm, t, ud)[0]
         if progress is not None:
             progress((k + 1) / sref.ref.time.size)
     return out

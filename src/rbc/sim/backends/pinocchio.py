@@ -119,6 +119,7 @@ class PinocchioBackend(Backend):
         k, t = self.plant, self.tree
         self.q = t.q_pin(np.asarray(q, float)[: k.nq_tree])
         self.v = t.v_pin(np.asarray(v, float)[: k.nv_tree])
+        self._base = None  # base_state's cache (it keys on the step count)
 
     def evaluate(self, f: np.ndarray) -> np.ndarray:
         """Tree accelerations (nv_pin,) at the current state with port efforts f (n_act,),
@@ -166,16 +167,24 @@ class PinocchioBackend(Backend):
         return q, v
 
     def base_state(self) -> tuple[np.ndarray, np.ndarray]:
-        """The tree state in rbc order; the record's cut coordinates solved from it."""
+        """The tree state in rbc order; the record's cut coordinates solved from it (from
+        their last solution: consecutive states are close). Cached until the next step:
+        the control loop asks for it twice per control step (measurement, supports)."""
+        cached = getattr(self, "_base", None)
+        if cached is not None and cached[0] == self.steps:
+            return cached[1].copy(), cached[2].copy()
         k = self.plant
         nq, nv = base_sizes(k)
         q, v = self.tree_state()
+        if cached is not None:  # warm start of the record's cut coordinates
+            q[k.nq_tree: nq] = cached[1][k.nq_tree: nq]
         q = cut_coordinates(k, q)
         v = v[:nv]
         if nv > k.nv_tree:  # the record's cut coordinates: from the closure rows
             E = lift(k, self.part, q).E
             u = np.linalg.lstsq(E[: k.nv_tree], v[: k.nv_tree], rcond=None)[0]
             v[k.nv_tree:] = E[k.nv_tree: nv] @ u
+        self._base = (self.steps, q[:nq].copy(), v.copy())
         return q[:nq], v
 
     def support_wrenches(self, names: tuple[str, ...]) -> dict[str, np.ndarray]:
