@@ -295,7 +295,7 @@ def _plot(ctx, rows) -> str:
             a.plot(ref["time"], pr[:, i], lw=0.6, color="grey", label="reference (nominal)")
     for a, axis in zip(ax, "xyz", strict=True):
         a.set_ylabel(f"pelvis {axis} [mm]")
+        a.set_xlabel("time [s]")
     ax[0].legend(fontsize=7, ncol=3)
-    ax[-1].set_xlabel("time [s]")
     ax[0].set_title("Kangaroo-like landing sequence: pelvis position per plant")
     return save(fig, ctx.file("pelvis.png"))
