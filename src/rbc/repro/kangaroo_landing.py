@@ -22,9 +22,10 @@ force; module :mod:`rbc.sim.push` of the Go2 course is not landed).
 
 **Gains** (:func:`gains`): in double support the leg-length port's reflected inertia is
 m_ℓ = 12.3 kg (mean of the legs); the paper's 4e4 N/m there gives ω = √(4e4/m_ℓ) = 56.9
-rad/s; the leg-length ports get the paper's 4e4 N/m and every other port ``K_p = m_i ω²``, ``K_d = 2 m_i ω`` (ζ = 1) on its double-support reflected inertia m_i,
-(the leg-length ports too), each capped by the flight phase: with the 1 ms zero-order hold a port of flight inertia m_f is
-stable with ``K_p ≤ 0.5 m_f/T²``, ``K_d ≤ 0.5 m_f/T`` (the flight loop's discrete poles
+rad/s. The leg-length ports get the paper's 4e4 N/m, every other port ``K_p = m_i ω²``, and
+every port ``K_d = 2 m_i ω`` (ζ = 1), m_i its double-support reflected inertia; each gain
+is capped by the flight phase: with the 1 ms zero-order hold a port of flight inertia m_f
+is stable with ``K_p ≤ 0.5 m_f/T²``, ``K_d ≤ 0.5 m_f/T`` (the flight loop's discrete poles
 inside |z| ≤ 0.71). The caps bind at the ankles (feet of 4e-3 and 1.6e-3 kg·m² in flight,
 8.5 and 7.0 kg·m² in stance: 2.0e3 and 790 N·m/rad) and on the leg-length damping.
 
