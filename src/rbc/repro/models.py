@@ -91,17 +91,6 @@ def compiled_text(name: str, text: str, **options):
 
 
 @functools.cache
-def modes_bundle(name: str) -> Path:
-    """The bundle of ``records/<name>.yaml`` compiled with every support mode (``rbc
-    compile --modes all``) on first use in this process."""
-    from rbc.compiler import compile_to_file
-
-    out = _scratch() / f"{name}.modes.h5"
-    compile_to_file(record_path(name), out, all_modes=True)
-    return out
-
-
-@functools.cache
 def compiled_modes(name: str):
     """The :class:`~rbc.model.compiled.CompiledModel` of :func:`modes_bundle`."""
     from rbc.model.compiled import CompiledModel
