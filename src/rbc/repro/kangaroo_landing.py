@@ -17,8 +17,8 @@ flight, :func:`rbc.model.dynamics.collocated_efforts`), 1 ms control period, on
 same generator), ``halved_step`` (0.5 ms physics step, the control period kept so the runs
 pair up), ``delay`` (a 2 ms first-order lag on every actuator, ``drive: {lag: 0.002}``;
 MuJoCo only: the Pinocchio plant integrates no drive dynamics). The torso push of the issue
-and its stronger variant are not in this target yet (no plant on main applies an external
-force; module :mod:`rbc.sim.push` of the Go2 course is not landed).
+and its stronger variant are not in this target yet: ``SimOptions.push`` (``rbc simulate
+--push``, :mod:`rbc.sim.push`) landed after this target was measured and is not wired in.
 
 **Gains** (:func:`gains`): in double support the leg-length port's reflected inertia is
 m_ℓ = 12.3 kg (mean of the legs); the paper's 4e4 N/m there gives ω = √(4e4/m_ℓ) = 56.9
@@ -254,8 +254,8 @@ def run(ctx) -> Outcome:
         "locked, 12 leg drives) along records/references/kangaroo_landing.yaml with port "
         f"PD + feedforward (leg-length K_p {fmt(g['kp']['left_leg_length'], 3)} N/m, ankle "
         f"pitch {fmt(g['kp']['left_ankle_pitch'], 3)} N·m/rad; module docstring). The "
-        "torso push and its stronger variant are not run yet (no external-force option on "
-        "main); the 2 ms actuator delay runs on MuJoCo only (the Pinocchio plant has no drive "
+        "torso push and its stronger variant are not run yet (SimOptions.push is not wired "
+        "in); the 2 ms actuator delay runs on MuJoCo only (the Pinocchio plant has no drive "
         "dynamics). The paper's figures for this sequence are not quoted in the issue, so "
         "the comparison rows are ours only. MuJoCo's soles are soft boxes with friction; "
         "Pinocchio's are ideal welds that can pull, so the paired difference measures the "
