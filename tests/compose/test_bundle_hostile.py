@@ -117,3 +117,18 @@ def test_mutated_composition_exit_0_or_2(members_dir, pair, tmp_path_factory, ca
     err = capsys.readouterr().err
     assert code in (0, 2), err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(("group", "key"), [
+    ("composition/members/h1", "partition"), ("composition/members/h1", "sha256"),
+    ("composition", "layout")])
+def test_attributes_of_another_type_refused(members_dir, pair, tmp_path, group, key):
+    """An attribute replaced by an array (the fuzz's "attr" mutation: was a TypeError — an
+    unhashable partition name — or an ambiguous array truth value) is a BundleError."""
+    path = _copy(members_dir, pair, tmp_path)
+    with h5py.File(path, "a") as h5:
+        h5[group].attrs[key] = [7, -7]
+    _forge(path)
+    with pytest.raises(BundleError) as info:
+        load(path)
+    assert str(path) in str(info.value)

@@ -263,7 +263,7 @@ def from_data(data: BundleData) -> Composition:
         raise BundleError(f"{path}: not a composed bundle (no /composition; write one with "
                           "`rbc compose`)")
     layout = data.attrs.get(GROUP, {}).get("layout")
-    if layout != COMPOSITION_BUNDLE:
+    if np.ndim(layout) != 0 or layout != COMPOSITION_BUNDLE:  # untrusted: any type
         raise BundleError(f"{path}: /composition layout {layout!r} is not supported (this rbc "
                           f"reads {COMPOSITION_BUNDLE})")
     flat = CompiledModel.from_data(data)
@@ -276,12 +276,13 @@ def from_data(data: BundleData) -> Composition:
         check_layout(data, g, MEMBER_LAYOUT, {})
         where = f"{path}:{g}"
         raw = data.array(f"{g}/bundle").astype(np.uint8).tobytes()
-        if hashlib.sha256(raw).hexdigest() != data.attrs.get(g, {}).get("sha256"):
+        digest = data.attrs.get(g, {}).get("sha256")  # untrusted: any attribute type
+        if not isinstance(digest, str) or hashlib.sha256(raw).hexdigest() != digest:
             raise data.error(f"{g}/bundle", "the embedded member bundle does not match its "
                              "@sha256")
         model = CompiledModel.from_data(read_embedded_bundle(raw, where))
-        part_name = data.attrs[g].get("partition")
-        if part_name not in model.partitions:
+        part_name = data.attrs.get(g, {}).get("partition")
+        if not isinstance(part_name, str) or part_name not in model.partitions:
             raise data.error(f"{g}@partition", f"{part_name!r} is not a partition of the "
                              "member bundle")
         models.append((name, model, model.partitions[part_name],
