@@ -43,7 +43,9 @@ def test_stewart_legs_are_one_family(tmp_path, capsys):
         "side": "suffix", "endpoint": "platform", "chords": ["S2", "S3", "S4", "S5", "S6"],
         "paths": 6, "comparisons": 5, "all_pairs": 15, "shared": ["U1", "P1", "S1"],
         "saving": 12}]
-    assert doc["path_factors"] == {"total": 25, "evaluated": 13}
+    total = sum(len(p) for p in m.paths)  # 5 chords × |P| = 5
+    assert doc["path_factors"] == {"total": total, "evaluated": total - f.saving} == {
+        "total": 25, "evaluated": 13}
 
 
 def test_records_without_shared_branches_have_no_family():
@@ -104,4 +106,10 @@ def test_residual_equals_the_unshared_product(name, supports):
     rng = np.random.default_rng(3)
     for _ in range(3):
         q = m.integrate(q0, 0.1 * rng.normal(size=m.nv))
-        assert np.abs(residual(m, q)[:6 * m.n_chords] - _plain_residual(m, q)).max() <= 1e-14
+        plain = _plain_residual(m, q)
+        assert np.abs(residual(m, q)[:6 * m.n_chords] - plain).max() <= 1e-14
+        # a subset of chords (the corrector's per-module residual) splitting a family
+        sub = sorted(rng.choice(m.n_chords, size=max(1, m.n_chords // 2), replace=False))
+        rows = np.concatenate([np.arange(6 * i, 6 * i + 6) for i in sub])
+        got = residual(m, q, chords=sub, couplings=[])
+        assert np.abs(got - plain[rows]).max() <= 1e-14

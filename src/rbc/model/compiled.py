@@ -231,6 +231,12 @@ class CompiledModel:
         return path_families(self.paths)
 
     @functools.cached_property
+    def family_of(self) -> dict[int, int]:
+        """Chord position → index of its path family in :attr:`families` (chords in none
+        are absent)."""
+        return {i: n for n, f in enumerate(self.families) for i in f.chords}
+
+    @functools.cached_property
     def v_edge(self) -> np.ndarray:
         """(nv,) the edge owning each velocity coordinate."""
         out = np.empty(self.nv, dtype=np.int64)

@@ -219,18 +219,18 @@ class _SharedStretches:
     comparisons, the common tree branch composed once)."""
 
     def __init__(self, model: CompiledModel, cache: TransformCache) -> None:
-        self.cache = cache
-        self.of = {i: f for f in model.families for i in f.chords}
-        self.products: dict[int, pin.SE3] = {}
+        self.model, self.cache = model, cache
+        self.products: dict[int, pin.SE3] = {}  # family index → its shared product
 
     def split(self, i: int, path) -> tuple[pin.SE3, pin.SE3]:
         """``(left, right)`` with ``left · right`` = chord i's path product."""
-        f = self.of.get(i)
-        if f is None:
+        n_f = self.model.family_of.get(i)
+        if n_f is None:
             return _product(path, self.cache), pin.SE3.Identity()
-        if id(f) not in self.products:
-            self.products[id(f)] = _product(f.shared, self.cache)
-        S, n = self.products[id(f)], len(f.shared)
+        f = self.model.families[n_f]
+        if n_f not in self.products:
+            self.products[n_f] = _product(f.shared, self.cache)
+        S, n = self.products[n_f], len(f.shared)
         if f.side == "suffix":
             return _product(path[:len(path) - n], self.cache), S
         return S, _product(path[n:], self.cache)
