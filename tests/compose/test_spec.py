@@ -37,6 +37,16 @@ def test_bad_files_name_the_field(text, field):
     assert exc.value.path.startswith(field)
 
 
+@pytest.mark.parametrize("text", ["", "# nothing\n", "- 1\n- 2\n", "42\n"])
+def test_empty_or_non_mapping_file_names_the_composition_header(text):
+    # a composition file is not a record: the message asks for its own header
+    with pytest.raises(RecordError) as exc:
+        parse_composition_text(text, "ring.yaml")
+    assert exc.value.file == "ring.yaml"
+    assert "composition" in str(exc.value)
+    assert "rbc_composition: 1" in str(exc.value)
+
+
 @pytest.mark.parametrize("name", ["../humanoid_v1.h5", "/etc/passwd", "sub/x.h5", "..", ""])
 def test_bundle_names_are_plain(tmp_path, name):
     (tmp_path / "c.yaml").write_text(PAIR.replace("humanoid_v1.h5", repr(name)))

@@ -141,8 +141,8 @@ def parse_composition_text(text: str, source: str = "<string>") -> CompositionSp
             unknown members or links, a link between a member and itself at one frame.
     """
     ctx = _Ctx(source)
-    top = _Reader(ctx, "", _load(ctx, text), ("rbc_composition", "name", "members", "links",
-                                               "modes"))
+    data = _load(ctx, text, kind="composition", header="rbc_composition: 1")
+    top = _Reader(ctx, "", data, ("rbc_composition", "name", "members", "links", "modes"))
     version = top.get("rbc_composition", lambda c, p, v: v)
     if version != COMPOSITION_SCHEMA or isinstance(version, bool):
         raise ctx.error("rbc_composition", f"unsupported composition version {version!r}",

@@ -1284,18 +1284,18 @@ def _schema_version(ctx: _Ctx, path: str, value: Any) -> int:
     return SCHEMA_VERSION
 
 
-def _load(ctx: _Ctx, text: str) -> dict:
+def _load(ctx: _Ctx, text: str, *, kind: str = "record", header: str = "rbc: 1") -> dict:
     """The YAML document as plain data (:func:`rbc.safeio.load_yaml`: duplicate keys,
-    merges hiding a field, alias bombs and deep nesting refused before construction)."""
+    merges hiding a field, alias bombs and deep nesting refused before construction).
+
+    ``kind`` and ``header`` name the document in the errors for an empty or non-mapping
+    file (a record: ``rbc: 1``; a composition: ``rbc_composition: 1``)."""
     data = load_yaml(text, ctx.file, error=RecordError)
+    expected = f"a YAML mapping starting with '{header}'"
     if data is None:
-        raise ctx.error("", "empty record", expected="a YAML mapping starting with 'rbc: 1'")
+        raise ctx.error("", f"empty {kind}", expected=expected)
     if not isinstance(data, dict):
-        raise ctx.error(
-            "",
-            f"the record is {_describe(data)}, not a mapping",
-            expected="a YAML mapping starting with 'rbc: 1'",
-        )
+        raise ctx.error("", f"the {kind} is {_describe(data)}, not a mapping", expected=expected)
     return data
 
 
