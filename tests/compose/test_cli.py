@@ -90,3 +90,13 @@ def _forces_equal_newton_euler(members_dir, name: str, comp, capsys) -> None:
         got = np.concatenate([r["moment"], r["force"]])
         # Newton–Euler is double precision in maximal coordinates: 1e-9 (issue #19)
         assert np.abs(got - ne[name]).max() <= 1e-9 * scale, name
+
+
+def test_piped_inspect_never_cuts_a_name(members_dir, pair, capsys):
+    # captured output is not a terminal: rich would assume 80 columns and end the composed
+    # modes' headers and long body names in '…' (rbc.cli.output.report_console)
+    assert main(["inspect", str(members_dir / "pair.h5")]) == 0
+    out = capsys.readouterr().out
+    assert "…" not in out
+    assert "= loops+links+supports" in out
+    assert "h1/ankle_i_l_ball" in out

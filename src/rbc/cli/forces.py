@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from rbc.cli.app import app
+from rbc.cli.output import report_console
 from rbc.safeio import MAX_OPTION_MAGNITUDE, finite_option
 
 WRENCH_FORM = "BODY@x,y,z=nx,ny,nz,fx,fy,fz"
@@ -166,10 +167,9 @@ def _vec(x: list[float], floor: float) -> str:
 
 
 def _print(name: str, doc: dict) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    con = Console(highlight=False, width=200)  # the reaction table is wide; never wrapped
+    con = report_console()
     mode = doc["mode"]
     if mode == "inverse":
         con.print(f"{name}: actuator efforts (inverse dynamics, partition "

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rbc.cli.app import app
+from rbc.cli.output import report_console
 
 
 @app.command("inspect")
@@ -31,7 +32,7 @@ def inspect_command(
     if as_json:
         typer.echo(json.dumps(s, indent=2))
         return
-    con = Console(highlight=False, soft_wrap=True)  # no wrapping at 80 columns when piped
+    con = report_console()
     con.print(f"[bold]{s['name']}[/bold]  ({bundle})")
     con.print(f"  bodies ({len(s['bodies'])}): {', '.join(s['bodies'])}")
     con.print(f"  joints ({len(s['joints'])}): {', '.join(s['joints'])}")
@@ -65,7 +66,7 @@ def inspect_command(
         t = Table(title="support modes", title_justify="left")
         for col in ("mode", "closure rank", "independent speeds", "actuated", "modules",
                     "largest block"):
-            t.add_column(col)
+            t.add_column(col, overflow="fold")  # a name is never cut
         for m in s["modes"]:
             t.add_row(m["name"], str(m["closure_rank"]), str(m["speeds"]),
                       f"{m['actuation_rank']}/{m['speeds']}", str(m["modules"]),
@@ -88,7 +89,7 @@ def inspect_command(
     if s["chords"]:
         t = Table(title="closure paths", title_justify="left")
         for col in ("chord", "|P|", "lowest common ancestor"):
-            t.add_column(col)
+            t.add_column(col, overflow="fold")  # a name is never cut
         for c in s["chords"]:
             t.add_row(c["joint"], str(c["path_length"]), c["lca"])
         con.print(t)
@@ -98,7 +99,7 @@ def inspect_command(
                   title_justify="left")
         for col in ("endpoint", "chords", "paths", "comparisons (all pairs)", "shared tree branch",
                     "saved"):
-            t.add_column(col)
+            t.add_column(col, overflow="fold")  # a name is never cut
         for f in s["path_families"]:
             t.add_row(f["endpoint"], ", ".join(f["chords"]), str(f["paths"]),
                       f"{f['comparisons']} ({f['all_pairs']})", " · ".join(f["shared"]),
@@ -107,7 +108,7 @@ def inspect_command(
     if s["modules"]:
         t = Table(title="dependency modules", title_justify="left")
         for col in ("#", "chords", "couplings", "rows", "variables"):
-            t.add_column(col)
+            t.add_column(col, overflow="fold")  # a name is never cut
         for i, m in enumerate(s["modules"]):
             t.add_row(str(i), ", ".join(m["chords"]), ", ".join(m["couplings"]) or "-",
                       str(m["size"]), str(m["variables"]))
@@ -129,7 +130,7 @@ def _composition(con: Console, c: dict) -> None:
     t = Table(title="composed modes", title_justify="left")
     for col in ("mode", "bodies", "chords", "= loops+links+supports", "level-1 speeds",
                 "level-2 rank", "speeds"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")  # a name is never cut
     for m in c["modes"]:
         t.add_row(m["name"], str(m["bodies"]), str(m["chords"]),
                   f"{m['member_chords']}+{len(m['links'])}+{len(m['supports'])}",

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from rbc.cli.app import app, progress_bar
+from rbc.cli.output import report_console
 
 
 @app.command("verify")
@@ -153,6 +153,6 @@ def _finish(bundle: Path, checks: list, json_file: Path | None, what: str) -> No
         row = (f"{c.value:.3g}", ("≥ " if c.lower_bound else "≤ ") + f"{c.limit:g}", c.unit,
                "[green]pass[/green]" if c.passed else "[red]FAIL[/red]", c.detail)
         t.add_row(*(((c.mode,) if modes else ()) + (c.name,) + row))
-    Console(width=200).print(t)
+    report_console().print(t)
     if not doc["passed"]:
         raise typer.Exit(1)
