@@ -91,3 +91,20 @@ def test_moving_state_is_self_consistent(solo_bundle, capsys, speeds):
         scale = max(1.0, abs(s["normal"]))
         assert np.abs(np.subtract(got["force"], s["force"])).max() <= 1e-9 * scale
         assert np.abs(np.subtract(got["moment"], s["moment"])).max() <= 1e-9 * scale
+
+
+def test_infeasible_allocation_says_what_the_tables_are(solo_bundle, capsys):
+    """20 m/s² forward at the pelvis: DAQP finds the allocation infeasible (no efforts within
+    the bounds keep both soles in their cones, even with the slack). The report must say
+    first that the tables then show the minimum-norm inverse dynamics without the cones,
+    and exit 1."""
+    code, out, err = run(capsys, "forces", solo_bundle, "--allocate", "--acceleration",
+                         "h/pelvis.root.vx=20")
+    assert code == 1
+    head = out.splitlines()[:2]
+    assert "allocation failed" in head[0] and "WITHOUT the bounds and cones" in head[1]
+    code, out, err = run(capsys, "forces", solo_bundle, "--allocate", "--acceleration",
+                         "h/pelvis.root.vx=20", "--json")
+    a = json.loads(out)["allocation"]
+    assert code == 1 and a["phase"] == "infeasible" and not a["reached"]
+    assert a["shown"].startswith("minimum-norm")

@@ -110,6 +110,8 @@ def forces_command(
         alloc = allocation_report(comp, model.partition, state.q, state.u, udot)
         if alloc["error"] is None:  # forward dynamics with the allocated efforts
             f, udot = model.vector(alloc["efforts"], "actuators", "--allocate"), None
+        else:  # what the report's efforts then are (JSON readers see it too)
+            alloc["shown"] = "minimum-norm inverse dynamics without bounds and cones"
     sol = model.reactions(state, udot=udot, efforts=f, wrenches=wrenches)
     doc = {"bundle": str(bundle), **model.forces_report(sol)}
     if alloc is not None:
@@ -171,6 +173,12 @@ def _print(name: str, doc: dict) -> None:
 
     con = report_console()
     mode = doc["mode"]
+    failed = doc.get("allocation", {}).get("error")
+    if failed:  # say it before the tables: they are not an allocation
+        con.print(f"[red]{failed}[/red]\n"
+                  "the efforts and wrenches below are the minimum-norm inverse dynamics "
+                  "WITHOUT the bounds and cones (what the motion needs, not what the "
+                  "supports can give)")
     if mode == "inverse":
         con.print(f"{name}: actuator efforts (inverse dynamics, partition "
                   f"{doc['partition']})")
@@ -231,7 +239,8 @@ def _print_allocation(con, a: dict) -> None:
     from rich.table import Table
 
     if a["error"] is not None:
-        con.print(f"[red]allocation failed[/red]: {a['error']}")
+        con.print("[red]allocation failed[/red] (above): the requested accelerations are not "
+                  "reachable inside the effort bounds and support cones; try smaller ones")
         return
     con.print(f"allocation ({a['phase']}): slack ‖z‖∞ = {a['slack']:.3g}, cone violation "
               f"{a['cone_violation']:.1e}; active: {', '.join(a['active']) or 'none'}")
