@@ -65,7 +65,7 @@ class MujocoBackend(Backend):
         exp = export_mjcf(plant, replace(part, q_ref=np.asarray(q0, dtype=float)), timestep=dt,
                           floor=floor, contact_condim=contact_condim)
         self.exp = exp
-        self.xml = exp.to_string()
+        self.xml = self.scene_xml(exp)
         m = self.m = mujoco.MjModel.from_xml_string(self.xml)
         d = self.d = mujoco.MjData(m)
         mujoco.mj_resetDataKeyframe(m, d, mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY,
@@ -99,6 +99,12 @@ class MujocoBackend(Backend):
         self.ctrl_hi = np.where(m.actuator_ctrllimited, m.actuator_ctrlrange[:, 1], np.inf)
         self._q_last = np.asarray(q0, dtype=float).copy()  # start of the next readback
         mujoco.mj_forward(m, d)
+
+    def scene_xml(self, exp) -> str:
+        """The MJCF text the plant loads: the export's. A subclass adds a scene around the
+        robot (:mod:`rbc.sim.material.plant`), keeping the robot's bodies and joints and
+        their qpos/qvel addresses."""
+        return exp.to_string()
 
     pushable = True
 
@@ -284,7 +290,10 @@ def map_solve(P: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _qvel(plant, exp, m, q0: np.ndarray, v0: np.ndarray) -> np.ndarray:
-    """MuJoCo qvel (m.nv,) of rbc speeds v0 at q0 (the export's velocity map)."""
-    if not np.any(v0):
-        return np.zeros(m.nv)
-    return exp.velocity_map(plant, q0) @ v0
+    """MuJoCo qvel (m.nv,) of rbc speeds v0 at q0 (the export's velocity map); dofs past the
+    export's (a scene's free bodies, :meth:`MujocoBackend.scene_xml`) start at rest."""
+    out = np.zeros(m.nv)
+    if np.any(v0):
+        P = exp.velocity_map(plant, q0)
+        out[: P.shape[0]] = P @ v0
+    return out
