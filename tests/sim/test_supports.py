@@ -244,3 +244,57 @@ def test_exported_go2_stands_on_its_floor(go2: Path, tmp_path: Path) -> None:
                                          reference_dt=0.1)))
     sm = r.summary["support_modes"]
     assert r.summary["duration"] == 5.0 and sm["base_position_max_error"] < 5e-3
+
+
+def _raised(text: str, dz: float, free_until: float | None = None) -> str:
+    """go2_steps.yaml with every height raised by dz (a floor at z = dz) and, if asked, a
+    free-flight phase first: released at rest 5 mm above that floor, a knot at
+    ``free_until`` (the fall time) where the standing reference begins."""
+    import yaml
+
+    doc = yaml.safe_load(text)
+    series = [doc["base"]] + list(doc["supports"].values())
+    for s in series:
+        s["z"] = [z + dz for z in s["z"]]
+    if free_until is not None:
+        doc["time"].insert(1, free_until)
+        for s in series:
+            for x in s.values():
+                x.insert(1, x[0])
+            s["z"][0] += 0.005
+        doc["modes"] = [{"time": 0.0, "mode": "free"},
+                        {"time": free_until, "mode": ALL}] + doc["modes"][1:]
+    return yaml.safe_dump(doc)
+
+
+@pytest.mark.parametrize("free_until", [None, 0.032])
+def test_native_floor_is_where_the_reference_stands(go2: Path, tmp_path: Path,
+                                                    free_until) -> None:
+    """MuJoCo's floor (rbc.sim.switching.floor_level) under the foot spheres of the first
+    supported mode: at the initial state, or — when the run starts in free flight — at the
+    reference's state when the feet first touch down (it was z = 0 whatever the reference)."""
+    from rbc.sim.schedule import lift_support_reference, load_support_knots
+    from rbc.sim.switching import floor_level
+
+    model = CompiledModel.from_bundle(go2)
+    f = tmp_path / "raised.yaml"
+    f.write_text(_raised(STEPS.read_text(), 0.5, free_until))
+    sref = lift_support_reference(model, load_support_knots(f, model), 0.05, 1.0)
+    q0 = sref.ref.q[0]
+    # the foot centres are planned 0.022 m (their radius) above the floor at z = 0.5; the
+    # closure holds them to 1e-12, so the level is 0.5 to round-off
+    assert floor_level(model, sref, q0) == pytest.approx(0.5, abs=1e-9)
+
+
+def test_drop_from_free_flight_lands_on_the_planned_floor(go2: Path, tmp_path: Path) -> None:
+    """End to end on MuJoCo: released 5 mm above a floor planned at z = 0.5 m (free fall
+    √(2h/g) = 32 ms), the robot lands on it (with the floor at z = 0 it fell half a metre:
+    base errors of decimetres)."""
+    f = tmp_path / "raised.yaml"
+    f.write_text(_raised(STEPS.read_text(), 0.5, 0.032))
+    prep = prepare(go2, SimOptions(backend="mujoco", controller="pd+ff", reference=f,
+                                   duration=0.6, reference_dt=0.02))
+    r = simulate(prep)
+    # measured 7.2 mm (the touchdown transient on the soft sphere contacts); with the floor
+    # at z = 0 the robot fell through its reference: 389 mm
+    assert r.summary["support_modes"]["base_position_rms"] < 2e-2

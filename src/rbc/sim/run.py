@@ -58,7 +58,7 @@ from rbc.sim.schedule import (
     mode_state,
     segment_models,
 )
-from rbc.sim.switching import ModalPlant, SupportLog
+from rbc.sim.switching import ModalPlant, SupportLog, floor_level
 from rbc.sim.task_control import PortObserver, TaskController
 from rbc.sim.threads import limit_blas_threads
 from rbc.tasks.plan import check_partition
@@ -549,8 +549,10 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
     opts, ctrl = prep.options, prep.controller
     sref = prep.support_reference
     if sref is not None:
+        floor = (floor_level(prep.plant, sref, prep.q0)
+                 if getattr(prep.backend, "native_contact", False) else "auto")
         plant = ModalPlant(prep.backend, prep.plant, sref.schedule, prep.q0, prep.v0, opts.dt,
-                           integrator=opts.integrator, rtol=opts.rtol, atol=opts.atol,
+                           floor=floor, integrator=opts.integrator, rtol=opts.rtol, atol=opts.atol,
                            evaluator=opts.evaluator)
         supports = SupportLog(plant, sref)
     else:

@@ -33,12 +33,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from rbc.backends.mjcf_export import support_contact_level
 from rbc.model.compiled import CompiledModel
 from rbc.model.dynamics import DynamicsData, DynamicsModel
 from rbc.model.impact import impact_map
 from rbc.model.modes import SUPPORT_EDGE, anchors_array, model_for, support_poses
 from rbc.sim.backends import Backend, Measurement
-from rbc.sim.schedule import ModeSchedule, mode_state
+from rbc.sim.schedule import ModeSchedule, SupportReference, mode_state
 
 
 @dataclass(frozen=True)
@@ -77,13 +78,16 @@ class ModalPlant(Backend):
 
     Args:
         backend: the backend class; plant: the plant's base model (mismatch applied);
-        schedule: the modes; q0, v0: (nq,), (nv,) base-model initial state.
+        schedule: the modes; q0, v0: (nq,), (nv,) base-model initial state; floor: height
+        [m] of a native-contact backend's ground plane (:func:`floor_level`), None for
+        none, ``"auto"``: the lowest contact of the first mode's supports at q0.
     """
 
     name = "modal"
 
     def __init__(self, backend: type[Backend], plant: CompiledModel, schedule: ModeSchedule,
-                 q0: np.ndarray, v0: np.ndarray, dt: float, **options) -> None:
+                 q0: np.ndarray, v0: np.ndarray, dt: float, floor: float | str | None = "auto",
+                 **options) -> None:
         # not Backend.__init__: the work counters are the sums over segments (properties)
         self.plant, self.part, self.dt = plant, plant.partitions["default"], dt
         self._carried = (0.0, 0.0, 0, 0.0)  # works, steps, drive losses of past segments
@@ -101,8 +105,9 @@ class ModalPlant(Backend):
             info = plant.modes[self.mode]
             self.anchors = dict(zip(info.supports, anchors_array(
                 support_poses(plant, q0, info.supports)), strict=True))
-            self.inner = backend(plant, self.part, q0, v0, dt, floor=self._floor(q0, info),
-                                 **options)
+            level = (support_contact_level(plant, q0, info.supports) if floor == "auto"
+                     else floor)
+            self.inner = backend(plant, self.part, q0, v0, dt, floor=level, **options)
         else:
             self.inner = self._segment(self.mode, np.asarray(q0, float),
                                        np.asarray(v0, float)[: plant.nv_tree], 0.0)
@@ -110,14 +115,6 @@ class ModalPlant(Backend):
         self.gap_names = tuple(n for n in self.inner.gap_names if SUPPORT_EDGE not in n)
 
     # ------------------------------------------------------------------ segments
-    def _floor(self, q: np.ndarray, info) -> float:
-        """Height [m] of the ground plane: the lowest contact point of the initially active
-        supports (a point's sphere bottom, a surface's plane) at q."""
-        by = {s.name: s for s in self.plant.record.supports}
-        zs = [T.translation[2] - by[n].radius for n, T in zip(
-            info.supports, support_poses(self.plant, q, info.supports), strict=True)]
-        return float(min(zs)) if zs else 0.0
-
     def _segment(self, mode: str, q_base: np.ndarray, v_tree: np.ndarray, t: float) -> Backend:
         """A fresh inner plant on ``mode`` at the base state (anchors: kept for supports
         that stay active, measured for new ones), speeds through the impact map."""
@@ -256,6 +253,25 @@ class ModalPlant(Backend):
         for n, w in got.items():
             wrench[self.names.index(n)] = w
         return SupportState(pos, active, anchor, wrench)
+
+
+def floor_level(plant: CompiledModel, sref: SupportReference, q0: np.ndarray) -> float | None:
+    """Height [m] along −gravity of a native-contact plant's ground plane for a run along
+    ``sref``: the lowest contact point (:func:`~rbc.backends.mjcf_export.support_contact_level`)
+    of the first supported mode's supports — at the initial state q0 (nq,) when the schedule
+    starts on supports, else at the reference's state where that mode begins (a drop from
+    free flight lands on the floor the reference was planned on, not on z = 0); None when
+    no mode of the schedule has a support (no floor).
+    """
+    modes = sref.schedule.modes
+    first = next((i for i, m in enumerate(modes) if plant.modes[m].supports), None)
+    if first is None:
+        return None
+    names = plant.modes[modes[first]].supports
+    if first == 0:
+        return support_contact_level(plant, q0, names)
+    k = int(np.flatnonzero(np.asarray(sref.mode) >= first)[0])
+    return support_contact_level(plant, sref.ref.q[k], names)
 
 
 class SupportLog:
