@@ -119,8 +119,10 @@ def bundle(friction: float | None = None, lag: float | None = None):
 
 
 @functools.cache
-def gains() -> dict:
-    """``{kp, kd, inertia_stance, inertia_flight}`` by actuator name (module docstring)."""
+def gains(capped: bool = True) -> dict:
+    """``{kp, kd, inertia_stance, inertia_flight}`` by actuator name (module docstring);
+    ``capped=False``: the stance rule without the flight-phase caps (for runs that never
+    leave double support, e.g. :mod:`rbc.repro.refinement`'s 4 ms control period)."""
     from rbc.model.compiled import CompiledModel
     from rbc.model.dynamics import DynamicsModel
     from rbc.model.modes import anchors_array, model_for, support_poses
@@ -138,8 +140,10 @@ def gains() -> dict:
     kinds = {j.name: j.type for j in kin.record.joints}
     linear = [i for i, a in enumerate(kin.record.actuators) if kinds[a.joint] == "prismatic"]
     w = np.sqrt(KP_LINEAR / float(np.mean(m_st[linear])))
-    kp = np.minimum(m_st * w * w, CAP * m_fl / CONTROL_DT ** 2)
-    kd = np.minimum(2.0 * m_st * w, CAP * m_fl / CONTROL_DT)
+    kp, kd = m_st * w * w, 2.0 * m_st * w
+    if capped:
+        kp = np.minimum(kp, CAP * m_fl / CONTROL_DT ** 2)
+        kd = np.minimum(kd, CAP * m_fl / CONTROL_DT)
     kp[linear] = KP_LINEAR  # exactly the paper's (the two legs' m_ℓ differ by 0.03 %)
     return {k: dict(zip(names, v.tolist(), strict=True)) for k, v in (
         ("kp", kp), ("kd", kd), ("inertia_stance", m_st), ("inertia_flight", m_fl))}
