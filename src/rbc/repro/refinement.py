@@ -93,7 +93,8 @@ def stance_reference() -> str:
     """
     import yaml
 
-    doc = yaml.safe_load(open(kangaroo_landing.reference(RELEASE), encoding="utf-8"))
+    with open(kangaroo_landing.reference(RELEASE), encoding="utf-8") as fh:
+        doc = yaml.safe_load(fh)
     times = list(doc["time"])
     first = times.index(SETTLED)  # the settled knot: the stance sequence starts there
     rows = {k: v[first:] for k, v in doc["base"].items()}
@@ -133,12 +134,28 @@ def options(robot: str, backend: str, dt: float, control_dt: float, duration: fl
         duration=duration, reference=ref, kp=g["kp"], kd=g["kd"])
 
 
+_PREPARED: dict = {}
+
+
+def prepared(robot: str, backend: str, dt: float, control_dt: float, duration: float | None):
+    """The prepared run (:func:`rbc.sim.run.prepare`). The reference lift and feedforward
+    do not depend on the steps, so they are computed once per worker, robot, backend and
+    span, and each step takes them (:func:`rbc.sim.run.with_plant`)."""
+    from rbc.sim.run import prepare, with_plant
+
+    bundle, opts = options(robot, backend, dt, control_dt, duration)
+    key = (robot, backend, duration)
+    if key not in _PREPARED:
+        _PREPARED[key] = prepare(bundle, opts)
+    return with_plant(_PREPARED[key], opts)
+
+
 def simulate_case(case: tuple) -> dict:
     """One run: ``case = (robot, backend, dt, control_dt, duration or None)``."""
-    from rbc.sim.run import prepare, simulate
+    from rbc.sim.run import simulate
 
     robot, backend, dt, cdt, duration = case
-    res = simulate(prepare(*options(robot, backend, dt, cdt, duration)))
+    res = simulate(prepared(robot, backend, dt, cdt, duration))
     s = res.summary
     return {"robot": robot, "backend": backend, "dt": dt, "time": res.log["time"].tolist(),
             "position": res.log[TRACKED[robot]].tolist(),
