@@ -40,11 +40,28 @@ def test_chain_kernel_equals_reference(tmp_path):
     compile_to_file(tmp_path / "c.yaml", tmp_path / "c.h5")
     kin = CompiledModel.from_bundle(tmp_path / "c.h5")
     part = kin.partitions["default"]
-    km, dm = KernelModel(kin, part), DynamicsModel.build(kin)
+    dm = DynamicsModel.build(kin)
     dd = DynamicsData.of(dm)
+    # the layout's choice at 5 loops (dense M_r) and the recursion over nodes forced
+    km, kr = KernelModel(kin, part), KernelModel(kin, part, recursion=True)
+    assert kr.layout.segment("nd_base").size == 5  # one node per loop
     for s in sample_states(kin, 3):
         ref = forward_dynamics(dm, reduced_terms(dm, dd, part, s.q, s.u, f=s.f))
-        got = km.forward_dynamics(s.q, s.u, s.f)
-        assert np.abs(got - ref).max() <= 1e-13 * max(1.0, np.abs(ref).max())
+        for k in (km, kr):
+            got = k.forward_dynamics(s.q, s.u, s.f)
+            assert np.abs(got - ref).max() <= 1e-13 * max(1.0, np.abs(ref).max())
         E = lift(kin, part, s.q).E
         assert np.abs(km.lift(s.q) - E).max() <= 1e-13
+        # the lift by node holds E's entries (node n's coordinates × its speeds)
+        En, ptr = kr.node_lift(s.q), kr.layout.segment("nd_e_ptr")
+        cs, us = kr.layout.segment("nd_c"), kr.layout.segment("nd_u")
+        cp, up = kr.layout.segment("nd_c_ptr"), kr.layout.segment("nd_u_ptr")
+        for n in range(5):
+            block = En[ptr[n]: ptr[n + 1]].reshape(cp[n + 1] - cp[n], up[n + 1] - up[n])
+            assert np.abs(block - E[np.ix_(cs[cp[n]: cp[n + 1]], us[up[n]: up[n + 1]])]
+                          ).max() <= 1e-13
+        # and nothing else: E vanishes outside the node blocks
+        mask = np.ones_like(E, dtype=bool)
+        for n in range(5):
+            mask[np.ix_(cs[cp[n]: cp[n + 1]], us[up[n]: up[n + 1]])] = False
+        assert not E[mask].any()

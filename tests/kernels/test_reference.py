@@ -198,3 +198,52 @@ def test_a_chord_with_more_columns_than_any_fixed_buffer(tmp_path):
     # the chord's rows touch every coordinate: 70 tree revolutes and the cut one
     assert lay.segment("ch_col_ptr")[-1] == kin.nv == 71
     _assert_equal_paths("ring70", kin, part)
+
+
+def test_recursion_over_nodes_equals_the_dense_path(any_record):
+    """forward_dynamics (the recursion over the lift's nodes, where the layout has them)
+    against the kernels' own dense M_r and Cholesky (KernelModel.terms), on and off the
+    manifold: the same system solved by two algorithms. Every shipped and imported record
+    splits into nodes (Cassie: 11, the Kangaroo: 21)."""
+    from rbc.kernels.layout import S_NNODE, S_RECURSE
+
+    name, kin, part = any_record
+    try:
+        km = KernelModel(kin, part, recursion=True)
+    except LayoutError:  # tendon ports: the reference evaluator runs those
+        pytest.skip("tendon ports")
+    assert km.layout.segment("sizes")[S_NNODE] >= 1, name
+    assert km.layout.segment("sizes")[S_RECURSE] == 1, name
+    rng = np.random.default_rng(6)
+    for where, q in _states(kin, part, rng):
+        u = rng.normal(size=km.nu)
+        f = 10.0 * rng.normal(size=km.n_act)
+        kt = km.terms(q, u, f)
+        ud = km.forward_dynamics(q, u, f)
+        v, edu = km.curvature(q, u)
+        # the curvature by node sums the same nonzeros in the same order as the dense E
+        assert np.array_equal(v, kt.v) and np.array_equal(edu, kt.edu), (name, where)
+        back = np.abs(kt.M @ ud - kt.rhs).max() / (
+            np.abs(kt.M).max() * np.abs(ud).max() + np.abs(kt.rhs).max())
+        assert back <= RTOL, (name, where, "u̇ backward")
+        if np.linalg.cond(kt.M) < 100:  # the forward error carries κ(M_r) (see above)
+            assert _close(ud, kt.udot) <= RTOL, (name, where, "u̇")
+
+
+def test_a_node_on_two_bases_keeps_the_dense_path():
+    """The tracked excavator's track couplings tie the idler (on the recoil yoke) to the
+    sprocket and rollers (on the chassis): that group hangs from two bodies, so no nodes
+    are laid out and forward_dynamics is the dense path's u̇, bit for bit."""
+    from rbc.compiler import compile_record
+    from rbc.kernels.layout import S_NNODE
+    from tests.conftest import RECORDS
+
+    parted = compile_record(RECORDS / "excavator_tracked.yaml")[1].stages["rank"]
+    kin, part = parted.model, parted.partitions[0]
+    km = KernelModel(kin, part, recursion=True)
+    assert km.layout.segment("sizes")[S_NNODE] == 0
+    assert km.layout.segment("nd_base").size == 0
+    rng = np.random.default_rng(7)
+    q, u = np.array(part.q_ref), rng.normal(size=km.nu)
+    f = rng.normal(size=km.n_act)
+    assert np.array_equal(km.forward_dynamics(q, u, f), km.terms(q, u, f).udot)

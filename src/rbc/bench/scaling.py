@@ -8,13 +8,17 @@ dependency module per loop). Each chain is compiled (not timed), laid out for th
 with seeded random speeds and port efforts (:func:`rbc.bench.dynamics.sample_states`).
 
 Three nested kernel calls split the evaluation: ``geometry`` (poses, closure residual and
-Jacobian, the module-blocked ``R_p`` factors and the lift E), ``curvature`` (geometry plus
-the body velocities, the velocity product and ``Ė u``) and ``forward`` (curvature plus the
-tree terms — RNEA, CRBA — the reduced ``M_r = E_Tᵀ M_T E_T``, the right-hand side and the
-Cholesky solve). Calls are timed one by one, the three alternating, each state's fastest
-of :data:`rbc.bench.dynamics.ROUNDS` counting (as ``rbc bench dynamics``). The peer is the
-smallest N in the same process: the ratio is (time per loop at N) / (time per loop at the
-smallest N); a cost linear in the loops keeps it near 1.
+Jacobian, the module-blocked ``R_p`` factors and the lift E — by node, nothing nv × n_u
+formed, where the chain splits into nodes: always here), ``curvature`` (geometry plus the
+body velocities, the velocity product and ``Ė u``) and ``forward`` (what
+``KernelModel.forward_dynamics`` runs: curvature plus, where the layout chooses it — from
+about 20 loops on —, the recursion over the lift's nodes, :mod:`rbc.kernels.articulated`;
+else the tree terms — RNEA, CRBA —, the reduced ``M_r = E_Tᵀ M_T E_T``, the right-hand side
+and the Cholesky solve). ``recursion`` in each row says which. Calls are timed one by one,
+the three alternating, each state's fastest of :data:`rbc.bench.dynamics.ROUNDS` counting
+(as ``rbc bench dynamics``). The peer is the smallest N in the same process: the ratio is
+(time per loop at N) / (time per loop at the smallest N); a cost linear in the loops keeps it
+near 1.
 """
 
 from __future__ import annotations
@@ -44,13 +48,14 @@ def bench_scaling(loops: Sequence[int], n_states: int = 5, seed: int = DEFAULT_S
         progress: called with N after each chain.
 
     Returns:
-        One row per N (ascending): ``{"loops", "nv", "nv_tree", "independent",
+        One row per N (ascending): ``{"loops", "nv", "nv_tree", "recursion", "independent",
         "compile_s", "first_call_s", "geometry_us", "curvature_us", "forward_us",
         "per_loop_us", "ratio"}`` — times per evaluation in µs, ``per_loop_us`` =
         forward / N, ``ratio`` = per_loop_us / the smallest N's.
     """
     from rbc.compiler import compile_to_file
     from rbc.kernels.evaluator import KernelModel
+    from rbc.kernels.layout import S_RECURSE
     from rbc.model.compiled import CompiledModel
 
     rows = []
@@ -70,6 +75,7 @@ def bench_scaling(loops: Sequence[int], n_states: int = 5, seed: int = DEFAULT_S
             first = time.perf_counter() - t1
             t = _part_times(km, states)
             rows.append({"loops": n, "nv": kin.nv, "nv_tree": kin.nv_tree,
+                         "recursion": bool(km.layout.segment("sizes")[S_RECURSE]),
                          "independent": int(part.independent.size), "compile_s": compile_s,
                          "first_call_s": first,
                          **{f"{p}_us": 1e6 * t[p] for p in PARTS},
@@ -82,8 +88,12 @@ def bench_scaling(loops: Sequence[int], n_states: int = 5, seed: int = DEFAULT_S
 def _part_times(km, states: list[State]) -> dict[str, float]:
     """Seconds per call of the three nested kernel calls (:data:`PARTS`) over the states."""
 
+    from rbc.kernels.layout import S_NNODE
+
+    by_node = bool(km.layout.segment("sizes")[S_NNODE])
+
     def geometry(s: State) -> object:
-        return km.lift(s.q)
+        return km.node_lift(s.q) if by_node else km.lift(s.q)
 
     def curvature(s: State) -> object:
         return km.curvature(s.q, s.u)

@@ -77,11 +77,12 @@ def bench_scaling_command(
         typer.echo(json.dumps({"chains": rows}, indent=2))
         return
     t = Table(title="kernel evaluation per loop (peer: smallest N)", title_justify="left")
-    for col in ("loops N", "nv", "independent", "geometry + lift [µs]", "curvature [µs]",
-                "forward dynamics [µs]", "per loop [µs]", "ratio to peer"):
+    for col in ("loops N", "nv", "independent", "forward by", "geometry + lift [µs]",
+                "curvature [µs]", "forward dynamics [µs]", "per loop [µs]", "ratio to peer"):
         t.add_column(escape(col), justify="right")
     for r in rows:
         t.add_row(str(r["loops"]), str(r["nv"]), str(r["independent"]),
+                  "nodes" if r["recursion"] else "M_r",
                   f"{r['geometry_us']:.1f}", f"{r['curvature_us']:.1f}",
                   f"{r['forward_us']:.1f}", f"{r['per_loop_us']:.2f}", f"{r['ratio']:.2f}")
     Console().print(t)

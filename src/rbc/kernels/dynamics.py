@@ -171,11 +171,10 @@ def spring_wrenches(I, IO, F, FO, Tw, V, fext):
 
 
 @njit(cache=True)
-def rnea(I, IO, F, FO, G, V, A0, a, Iw, fext, tau):
-    """``τ_T = M_T a + h_T + g_T − Jᵀ w`` (nv_tree,) out, a (nv,) accelerations (tree part
-    used); G from :func:`rbc.kernels.kinematics.poses`, V, A0 from :func:`~rbc.kernels.
-    kinematics.velocities`. M_T is :func:`crba`'s, with the armature (as Pinocchio's
-    ``rnea`` adds ``armature · a``)."""
+def body_forces(I, IO, F, FO, G, V, A0, a, Iw, fext, f):
+    """Every body's own world wrench ``f_x = I^w_x (α_x + a_g) + V_x ×* I^w_x V_x − w_x``
+    (n_bodies + 1, 6) out at the tree accelerations a (nv,) (tree part used; the world's
+    row 0): RNEA's forward pass, before the tip-to-root accumulation."""
     sizes = iseg(I, IO, I_SIZES)
     nb = sizes[S_NB]
     parent, child, sign = iseg(I, IO, I_E_PARENT), iseg(I, IO, I_E_CHILD), iseg(I, IO, I_E_SIGN)
@@ -185,7 +184,7 @@ def rnea(I, IO, F, FO, G, V, A0, a, Iw, fext, tau):
     acc = np.zeros((nb + 1, 6))
     for r in range(3):
         acc[nb, 3 + r] = -g[r]
-    f = np.zeros((nb + 1, 6))
+    f[:] = 0.0
     h = np.empty(6)
     cr = np.empty(6)
     tot = np.empty(6)
@@ -211,6 +210,21 @@ def rnea(I, IO, F, FO, G, V, A0, a, Iw, fext, tau):
             for c in range(6):
                 x += Iw[low, r, c] * tot[c]
             f[low, r] = x + cr[r] - fext[low, r]
+
+
+@njit(cache=True)
+def rnea(I, IO, F, FO, G, V, A0, a, Iw, fext, tau):
+    """``τ_T = M_T a + h_T + g_T − Jᵀ w`` (nv_tree,) out, a (nv,) accelerations (tree part
+    used); G from :func:`rbc.kernels.kinematics.poses`, V, A0 from :func:`~rbc.kernels.
+    kinematics.velocities`. M_T is :func:`crba`'s, with the armature (as Pinocchio's
+    ``rnea`` adds ``armature · a``)."""
+    sizes = iseg(I, IO, I_SIZES)
+    nb = sizes[S_NB]
+    parent, child, sign = iseg(I, IO, I_E_PARENT), iseg(I, IO, I_E_CHILD), iseg(I, IO, I_E_SIGN)
+    e_nv, e_vo = iseg(I, IO, I_E_NV), iseg(I, IO, I_E_VO)
+    tree = iseg(I, IO, I_TREE)
+    f = np.empty((nb + 1, 6))
+    body_forces(I, IO, F, FO, G, V, A0, a, Iw, fext, f)
     for t in range(tree.size - 1, -1, -1):
         k = tree[t]
         top, low = (parent[k], child[k]) if sign[k] > 0 else (child[k], parent[k])
@@ -303,9 +317,9 @@ def loads(I, IO, F, FO, q, v, f, tau):
 
 
 @njit(cache=True)
-def cholesky_solve(M, b, out):
-    """``out = M⁻¹ b`` by Cholesky (M (n, n) SPD, overwritten by L). False if M is not
-    positive definite (a pivot ≤ 0)."""
+def cholesky(M):
+    """In place: the lower triangle of M (n, n) SPD becomes L (``M = L Lᵀ``; the strict upper
+    triangle is not read). False if M is not positive definite (a pivot ≤ 0)."""
     n = M.shape[0]
     for j in range(n):
         s = M[j, j]
@@ -320,16 +334,32 @@ def cholesky_solve(M, b, out):
             for k in range(j):
                 s -= M[i, k] * M[j, k]
             M[i, j] = s / d
+    return True
+
+
+@njit(cache=True)
+def cholesky_apply(L, b, out):
+    """``out = (L Lᵀ)⁻¹ b`` (n,) with the factor of :func:`cholesky` (out may be b)."""
+    n = L.shape[0]
     for i in range(n):
         s = b[i]
         for k in range(i):
-            s -= M[i, k] * out[k]
-        out[i] = s / M[i, i]
+            s -= L[i, k] * out[k]
+        out[i] = s / L[i, i]
     for i in range(n - 1, -1, -1):
         s = out[i]
         for k in range(i + 1, n):
-            s -= M[k, i] * out[k]
-        out[i] = s / M[i, i]
+            s -= L[k, i] * out[k]
+        out[i] = s / L[i, i]
+
+
+@njit(cache=True)
+def cholesky_solve(M, b, out):
+    """``out = M⁻¹ b`` by Cholesky (M (n, n) SPD, overwritten by L). False if M is not
+    positive definite (a pivot ≤ 0)."""
+    if not cholesky(M):
+        return False
+    cholesky_apply(M, b, out)
     return True
 
 

@@ -51,11 +51,15 @@ class KernelModel:
 
     Args:
         kin: the compiled model; part: the partition; tree: its Pinocchio tree (built when
-            not given; only read for the armature).
+            not given; only read for the armature); recursion: :meth:`forward_dynamics` by
+            the recursion over the lift's nodes — True where the model splits into nodes,
+            False never, None when it pays (:func:`rbc.kernels.layout.layout`).
     """
 
-    def __init__(self, kin: CompiledModel, part: Partition, tree: TreeModel | None = None):
-        self.layout: Layout = layout(kin, part, tree if tree is not None else build_tree(kin))
+    def __init__(self, kin: CompiledModel, part: Partition, tree: TreeModel | None = None,
+                 recursion: bool | None = None):
+        self.layout: Layout = layout(kin, part, tree if tree is not None else build_tree(kin),
+                                     recursion)
         lay = self.layout
         self._args = (lay.I, lay.IO, lay.F, lay.FO, lay.lu_size)
         self.kin, self.part = kin, part
@@ -106,6 +110,22 @@ class KernelModel:
         ok = step.geometry(*self._args, _f64(q), np.empty(lay.n_rows),
                            np.empty(6 * int(lay.segment("ch_col_ptr")[-1])), E)
         return E if ok else None
+
+    def node_lift(self, q: np.ndarray) -> np.ndarray | None:
+        """The lift by node (``nd_e_ptr[-1]``,) at q — node n's block of E (its coordinates
+        × its speeds, :func:`rbc.kernels.articulated.node_lift`) — with nothing of size
+        nv × n_u formed; None if R_p is singular.
+
+        Raises:
+            LayoutError: the model does not split into nodes (``n_nodes`` 0).
+        """
+        from rbc.kernels.layout import S_NNODE, LayoutError
+
+        lay = self.layout
+        if not lay.segment("sizes")[S_NNODE]:
+            raise LayoutError("the lift does not split into nodes")
+        En = np.empty(int(lay.segment("nd_e_ptr")[-1]))
+        return En if step.node_geometry(*self._args, _f64(q), En) else None
 
     def curvature(self, q: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(v, Ė u)`` (nv,), (nv,) at (q, u). Raises KernelError on a singular R_p."""

@@ -67,6 +67,8 @@ INT_SEGMENTS = (
     "mod_u_ptr", "mod_u",
     "ld_qidx", "ports", "sp_body",
     "keep_u", "keep_q",
+    "mod_e_ptr", "nd_ptr", "nd_body", "nd_edge", "nd_top", "nd_base", "nd_u_ptr", "nd_u",
+    "nd_c_ptr", "nd_c", "nd_e_ptr", "nd_h_ptr", "nd_d_ptr", "v_node", "v_ndrow", "u_ndpos",
 )
 #: Float segments, in order.
 FLOAT_SEGMENTS = (
@@ -83,13 +85,22 @@ FLOAT_SEGMENTS = (
  I_CH_TERM_SIGN, I_CH_PATH_PTR, I_CH_PATH_EDGE, I_CP_PTR, I_CP_V, I_CP_Q, I_IND, I_DEP,
  I_V_INDPOS, I_V_DEPPOS, I_MOD_PTR, I_MOD_ROWS, I_MOD_DEP, I_MOD_LU_PTR, I_MOD_P_PTR,
  I_MOD_P_SRC, I_MOD_P_DST, I_MOD_A_PTR, I_MOD_A_SRC, I_MOD_A_DST, I_MOD_U_PTR, I_MOD_U,
- I_LD_QIDX, I_PORTS, I_SP_BODY, I_KEEP_U, I_KEEP_Q) = range(len(INT_SEGMENTS))
+ I_LD_QIDX, I_PORTS, I_SP_BODY, I_KEEP_U, I_KEEP_Q, I_MOD_E_PTR, I_ND_PTR, I_ND_BODY,
+ I_ND_EDGE, I_ND_TOP, I_ND_BASE, I_ND_U_PTR, I_ND_U, I_ND_C_PTR, I_ND_C, I_ND_E_PTR, I_ND_H_PTR,
+ I_ND_D_PTR, I_V_NODE, I_V_NDROW, I_U_NDPOS) = range(len(INT_SEGMENTS))
 (F_E_A, F_E_B, F_E_JOINT, F_B_INERTIA, F_GRAVITY, F_CP_COEF, F_CP_OFFSET, F_LD_DAMPING,
  F_LD_FRICTION, F_LD_STIFFNESS, F_LD_REST, F_LD_EFFORT, F_ARMATURE, F_SP_XYZ,
  F_SP_COEF) = range(len(FLOAT_SEGMENTS))
 # positions in the sizes segment
 (S_NQ, S_NV, S_NQ_TREE, S_NV_TREE, S_NB, S_NE, S_NCH, S_NCP, S_NU, S_RANK, S_NMOD, S_NSP,
- S_NKEEP) = range(13)
+ S_NKEEP, S_NNODE, S_RECURSE) = range(15)
+
+#: The recursion over nodes is chosen (``recursion=None``) when its multiply–add estimate is
+#: at most this fraction of the dense path's (:func:`_recursion_pays`): its per-node
+#: bookkeeping costs about as much again as its arithmetic (measured, one process: serial
+#: four-bar chains of 10 loops — estimate ratio 0.9 — 7 % slower than dense, of 30 loops —
+#: ratio 0.4 — 16 % faster; the Stewart platform, one node, ratio 1.55, 15 % slower).
+RECURSION_PAYS = 0.5
 
 
 class LayoutError(ValueError):
@@ -206,7 +217,126 @@ def _gather_maps(kin, mods, deppos, indpos, col_ptr, cols):
     return p_ptr, p_src, p_dst, a_ptr, a_src, a_dst, u_ptr, us
 
 
-def layout(kin: CompiledModel, part: Partition, tree: TreeModel) -> Layout:
+def _nodes(kin: CompiledModel, mods, indpos, u_ptr, us) -> dict[str, np.ndarray]:
+    """The articulated nodes of the lift (:mod:`rbc.kernels.articulated`): the coordinates
+    grouped so that the lift E is block diagonal by group — a module's dependent coordinates
+    with the independent ones its rows touch, an edge's coordinates together (union–find) —
+    each group with the bodies its tree edges move (a body on a fixed edge rides with its
+    tree parent). Nodes are ordered by their first body in the depth-first tree order.
+
+    The recursion needs every node to hang from one body outside it (its base: the world or
+    a body of an earlier node) and to move at least one body; otherwise no nodes are laid out
+    (every node segment empty, ``n_nodes`` 0) and the kernels form and factor ``M_r``.
+    """
+    nv, nb = kin.nv, kin.n_bodies
+    root = list(range(nv))
+
+    def find(a: int) -> int:
+        while root[a] != a:
+            root[a] = root[root[a]]
+            a = root[a]
+        return a
+
+    def union(a: int, b: int) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            root[max(ra, rb)] = min(ra, rb)
+
+    for k, kind in enumerate(kin.kinds):
+        for d in range(1, kind.nv):
+            union(int(kin.v_offset[k]), int(kin.v_offset[k]) + d)
+    ind = np.flatnonzero(indpos >= 0)[np.argsort(indpos[indpos >= 0])]
+    for m, (_, d) in enumerate(mods):
+        members = [int(j) for j in d] + [int(ind[u]) for u in us[u_ptr[m]: u_ptr[m + 1]]]
+        for j in members[1:]:
+            union(members[0], j)
+    empty = {name: np.zeros(0, dtype=np.int64) for name in (
+        "nd_ptr", "nd_body", "nd_edge", "nd_top", "nd_base", "nd_u_ptr", "nd_u", "nd_c_ptr",
+        "nd_c", "nd_e_ptr", "nd_h_ptr", "nd_d_ptr", "v_node", "v_ndrow", "u_ndpos")}
+    # bodies in depth-first order with their group (None: rigidly on the world)
+    group_of_body: dict[int, int | None] = {nb: None}
+    order: list[tuple[int, int, int]] = []  # (body, tree edge, top)
+    for k in kin.tree_edges:
+        top, low = ((int(kin.parent[k]), int(kin.child[k])) if kin.sign[k] > 0
+                    else (int(kin.child[k]), int(kin.parent[k])))
+        g = find(int(kin.v_offset[k])) if kin.kinds[k].nv else group_of_body[top]
+        group_of_body[low] = g
+        if g is not None:
+            order.append((low, int(k), top))
+    groups: dict[int, list[tuple[int, int, int]]] = {}
+    for item in order:
+        groups.setdefault(group_of_body[item[0]], []).append(item)
+    coords: dict[int, list[int]] = {}
+    for j in range(nv):
+        coords.setdefault(find(j), []).append(j)
+    if set(coords) != set(groups):  # a group that moves no body (a chord's own coordinates)
+        return empty
+    node_of = {g: n for n, g in enumerate(groups)}  # first-body order (dicts keep insertion)
+    out: dict[str, list[int]] = {n: [] for n in empty}
+    out["v_node"], out["v_ndrow"] = [-1] * nv, [-1] * nv
+    out["u_ndpos"] = [-1] * int(ind.size)
+    for ptr in ("nd_ptr", "nd_u_ptr", "nd_c_ptr", "nd_e_ptr", "nd_h_ptr", "nd_d_ptr"):
+        out[ptr].append(0)
+    for g, items in groups.items():
+        n = node_of[g]
+        bodies = {b: p for p, (b, _, _) in enumerate(items)}
+        bases = {t for _, _, t in items if t not in bodies}
+        if len(bases) != 1:
+            return empty
+        base = bases.pop()
+        if group_of_body[base] is None:  # the world, or a body welded to it: at rest
+            base = nb
+        elif node_of[group_of_body[base]] >= n:
+            return empty
+        out["nd_base"].append(base)
+        for b, k, t in items:
+            out["nd_body"].append(b)
+            out["nd_edge"].append(k)
+            out["nd_top"].append(bodies.get(t, -1))
+        us_n = sorted(int(indpos[j]) for j in coords[g] if indpos[j] >= 0)
+        for p, u in enumerate(us_n):
+            out["u_ndpos"][u] = p
+        out["nd_u"] += us_n
+        for r, j in enumerate(coords[g]):
+            out["v_node"][j], out["v_ndrow"][j] = n, r
+        out["nd_c"] += coords[g]
+        nn = len(us_n)
+        out["nd_ptr"].append(len(out["nd_body"]))
+        out["nd_u_ptr"].append(len(out["nd_u"]))
+        out["nd_c_ptr"].append(len(out["nd_c"]))
+        out["nd_e_ptr"].append(out["nd_e_ptr"][-1] + len(coords[g]) * nn)
+        out["nd_h_ptr"].append(out["nd_h_ptr"][-1] + 6 * len(items) * nn)
+        out["nd_d_ptr"].append(out["nd_d_ptr"][-1] + nn * nn)
+    return {k: np.asarray(v, dtype=np.int64) for k, v in out.items()}
+
+
+def _recursion_pays(kin: CompiledModel, s: dict) -> bool:
+    """Whether the recursion over nodes (:mod:`rbc.kernels.articulated`) does at most
+    :data:`RECURSION_PAYS` of the dense path's multiply–adds, both estimated from the
+    layout: dense — CRBA (each tree coordinate against its ancestors' ones), ``M_T E_T`` and
+    ``E_Tᵀ (M_T E_T)`` over the nonzeros of E, the Cholesky of M_r (n_u³/6); recursion — per
+    node and body ``H_x``, ``P_x H_x``, ``H_xᵀ P_x H_x`` and the transfer (6 × 6 × n_u,n),
+    per node its Cholesky and solves."""
+    nv_edge, up = np.asarray(s["e_nv"]), s["tree_up"]
+    depth = np.zeros(len(nv_edge), dtype=np.int64)  # coordinates on the path to the root
+    for k in s["tree"]:
+        depth[k] = nv_edge[k] + (depth[up[k]] if up[k] >= 0 else 0)
+    crba = sum(36 * nv_edge[k] + 6 * nv_edge[k] * depth[k] for k in s["tree"])
+    nu, nt = len(s["ind"]), kin.nv_tree
+    mod_ptr, u_ptr = s["mod_ptr"], s["mod_u_ptr"]
+    nnz = nu + sum((mod_ptr[m + 1] - mod_ptr[m]) * (u_ptr[m + 1] - u_ptr[m])
+                   for m in range(len(mod_ptr) - 1))
+    dense = crba + nnz * (nt + nu) + nu**3 / 6 + 36 * kin.n_bodies
+    b_ptr, n_ptr = s["nd_ptr"], s["nd_u_ptr"]
+    rec = 0.0
+    for n in range(len(b_ptr) - 1):
+        bodies, nn = b_ptr[n + 1] - b_ptr[n], n_ptr[n + 1] - n_ptr[n]
+        rec += bodies * (84 * nn + 6 * nn * nn + 36) + nn**3 / 3 + 72 * nn
+    return rec <= RECURSION_PAYS * dense
+
+
+def layout(kin: CompiledModel, part: Partition, tree: TreeModel,
+           recursion: bool | None = None) -> Layout:
     """Lay out a compiled model and a partition for the kernels.
 
     Args:
@@ -214,6 +344,10 @@ def layout(kin: CompiledModel, part: Partition, tree: TreeModel) -> Layout:
         part: the partition whose lift the kernels evaluate.
         tree: its Pinocchio tree model (for the armature: joint armature plus reflected rotor
             inertia, exactly as the reference path adds it).
+        recursion: whether :func:`rbc.kernels.step.forward` runs the recursion over the
+            lift's nodes (:mod:`rbc.kernels.articulated`) where the model splits into nodes:
+            True — always, False — never (the dense ``M_r``), None — when it pays
+            (:func:`_recursion_pays`).
 
     Raises:
         LayoutError: a reversed multi-coordinate tree joint with a varying motion subspace
@@ -372,10 +506,16 @@ def layout(kin: CompiledModel, part: Partition, tree: TreeModel) -> Layout:
             keep_u.append(n)
             keep_q.append(qi)
     s["keep_u"], s["keep_q"] = keep_u, keep_q
+    s["mod_e_ptr"] = np.concatenate([[0], np.cumsum([r.size * (maps[6][m + 1] - maps[6][m])
+                                                     for m, (r, _) in enumerate(mods)])])
+    nodes = _nodes(kin, mods, indpos, maps[6], maps[7])
+    s.update(nodes)
 
     s["sizes"] = [kin.nq, kin.nv, kin.nq_tree, kin.nv_tree, nb, E, kin.n_chords,
                   len(kin.coupling_rows), ind.size, part.rank, len(mods), len(sp_coef) // 3,
-                  len(keep_u)]
+                  len(keep_u), len(nodes["nd_base"]), 0]
+    if len(nodes["nd_base"]) and recursion is not False:
+        s["sizes"][-1] = int(recursion or _recursion_pays(kin, s))
     I, IO = _pack(s, INT_SEGMENTS, np.int64)
     Fa, FO = _pack(f, FLOAT_SEGMENTS, np.float64)
     return Layout(I, IO, Fa, FO, kin, part, kin.n_rows, int(lu_ptr[-1]))

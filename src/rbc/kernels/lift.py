@@ -180,6 +180,24 @@ def solve_rows(I, IO, lu, piv, rhs, out):
 
 
 @njit(cache=True)
+def module_solve(I, IO, F, FO, Cc, lu, piv, m):
+    """``R_p,m⁻¹ R_a,m`` (r_m, nt_m) of module m over the independent columns its rows touch
+    (``mod_u``, in first-touch order), with the factors of :func:`factor`; the lift's block
+    is its negative (module docstring)."""
+    ptr, lu_ptr = iseg(I, IO, I_MOD_PTR), iseg(I, IO, I_MOD_LU_PTR)
+    a_ptr, a_src = iseg(I, IO, I_MOD_A_PTR), iseg(I, IO, I_MOD_A_SRC)
+    a_dst, u_ptr = iseg(I, IO, I_MOD_A_DST), iseg(I, IO, I_MOD_U_PTR)
+    coef = fseg(F, FO, F_CP_COEF)
+    r = ptr[m + 1] - ptr[m]
+    nt = u_ptr[m + 1] - u_ptr[m]
+    Ra = np.zeros(r * nt)  # R_a,m over the touched columns: nt right-hand sides
+    _gather(Cc, coef, a_src, a_dst, a_ptr[m], a_ptr[m + 1], Ra, 0)
+    B = Ra.reshape((r, nt))
+    _lu_solve_many(lu[lu_ptr[m]: lu_ptr[m + 1]].reshape((r, r)), piv[ptr[m]: ptr[m + 1]], B)
+    return B
+
+
+@njit(cache=True)
 def lift_matrix(I, IO, F, FO, Cc, lu, piv, E):
     """``E`` (nv, n_u) out: ``E[ind] = I``, ``E[dep_m] = −R_p,m⁻¹ R_a,m`` (factors from
     :func:`factor`), solved only for the independent columns the module's rows touch."""
@@ -187,25 +205,15 @@ def lift_matrix(I, IO, F, FO, Cc, lu, piv, E):
     nu = sizes[S_NU]
     ind = iseg(I, IO, I_IND)
     ptr, dep = iseg(I, IO, I_MOD_PTR), iseg(I, IO, I_MOD_DEP)
-    lu_ptr = iseg(I, IO, I_MOD_LU_PTR)
-    a_ptr, a_src = iseg(I, IO, I_MOD_A_PTR), iseg(I, IO, I_MOD_A_SRC)
-    a_dst = iseg(I, IO, I_MOD_A_DST)
     u_ptr, us = iseg(I, IO, I_MOD_U_PTR), iseg(I, IO, I_MOD_U)
-    coef = fseg(F, FO, F_CP_COEF)
     E[:] = 0.0
     for n in range(nu):
         E[ind[n], n] = 1.0
     for m in range(sizes[S_NMOD]):
-        r = ptr[m + 1] - ptr[m]
-        nt = u_ptr[m + 1] - u_ptr[m]
-        Ra = np.zeros(r * nt)  # R_a,m over the touched columns: nt right-hand sides
-        _gather(Cc, coef, a_src, a_dst, a_ptr[m], a_ptr[m + 1], Ra, 0)
-        B = Ra.reshape((r, nt))
-        _lu_solve_many(lu[lu_ptr[m]: lu_ptr[m + 1]].reshape((r, r)), piv[ptr[m]: ptr[m + 1]],
-                       B)
-        for t in range(nt):
+        B = module_solve(I, IO, F, FO, Cc, lu, piv, m)
+        for t in range(B.shape[1]):
             j = us[u_ptr[m] + t]
-            for a in range(r):
+            for a in range(B.shape[0]):
                 E[dep[ptr[m] + a], j] = -B[a, t]
 
 

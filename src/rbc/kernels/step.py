@@ -20,7 +20,15 @@ import numpy as np
 from numba import njit, prange
 
 from rbc.kernels.access import iseg
-from rbc.kernels.dynamics import cholesky_solve, reduced, spring_wrenches, world_inertias
+from rbc.kernels.articulated import articulated, node_apply, node_lift
+from rbc.kernels.dynamics import (
+    body_forces,
+    cholesky_solve,
+    loads,
+    reduced,
+    spring_wrenches,
+    world_inertias,
+)
 from rbc.kernels.kinematics import closure, integrate, poses, velocities, velocity_product
 from rbc.kernels.layout import (
     I_CH_COL_PTR,
@@ -28,15 +36,18 @@ from rbc.kernels.layout import (
     I_IND,
     I_KEEP_Q,
     I_KEEP_U,
+    I_ND_E_PTR,
     I_SIZES,
     S_NB,
     S_NCH,
     S_NCP,
     S_NE,
+    S_NNODE,
     S_NQ,
     S_NU,
     S_NV,
     S_RANK,
+    S_RECURSE,
 )
 from rbc.kernels.lift import factor, lift_matrix, solve_rows
 from rbc.kernels.se3 import TR
@@ -97,12 +108,52 @@ def evaluate(I, IO, F, FO, lu_size, q, u, f, udot, v, edu, E, Mr, rhs):
 
 @njit(cache=True)
 def forward(I, IO, F, FO, lu_size, q, u, f, udot):
-    """u̇ (n_u,) out at (q, u, f): :func:`evaluate` with its other outputs kept inside (one
-    call with few arguments: the per-call face for Python). Returns its status."""
+    """u̇ (n_u,) out at (q, u, f): by the recursion over the lift's nodes
+    (:mod:`rbc.kernels.articulated`, linear in the loops) when the layout chose it
+    (:func:`rbc.kernels.layout.layout`'s ``recursion``), else
+    :func:`evaluate` with its other outputs kept inside (one call with few arguments: the
+    per-call face for Python). Returns the status of :func:`evaluate`."""
     sizes = iseg(I, IO, I_SIZES)
     nv, nu = sizes[S_NV], sizes[S_NU]
-    return evaluate(I, IO, F, FO, lu_size, q, u, f, udot, np.empty(nv), np.empty(nv),
-                    np.empty((nv, nu)), np.empty((nu, nu)), np.empty(nu))
+    if not sizes[S_RECURSE]:
+        return evaluate(I, IO, F, FO, lu_size, q, u, f, udot, np.empty(nv), np.empty(nv),
+                        np.empty((nv, nu)), np.empty((nu, nu)), np.empty(nu))
+    Tw, Jw, G, Fch, rho, Cc, P, lu, piv = _work(I, IO, lu_size)
+    if not _geometry(I, IO, F, FO, q, Tw, Jw, G, Fch, rho, Cc, P, lu, piv):
+        return SINGULAR_LIFT
+    En = np.empty(iseg(I, IO, I_ND_E_PTR)[sizes[S_NNODE]])
+    node_lift(I, IO, F, FO, Cc, lu, piv, En)
+    v = np.empty(nv)
+    node_apply(I, IO, En, u, v)
+    nb = sizes[S_NB]
+    V = np.empty(6 * (nb + 1))
+    A0 = np.empty(6 * (nb + 1))
+    edu = np.empty(nv)
+    _bias(I, IO, F, FO, q, v, Jw, G, Fch, P, lu, piv, V, A0, edu)
+    Iw = np.empty((nb, 6, 6))
+    world_inertias(I, IO, F, FO, Tw, Iw)
+    fext = np.empty((nb + 1, 6))
+    spring_wrenches(I, IO, F, FO, Tw, V, fext)
+    f0 = np.empty((nb + 1, 6))
+    body_forces(I, IO, F, FO, G, V, A0, edu, Iw, fext, f0)
+    tau = np.empty(nv)
+    loads(I, IO, F, FO, q, v, f, tau)
+    if not articulated(I, IO, F, FO, En, G, Iw, f0, tau, edu, udot):
+        return NOT_PD
+    return OK
+
+
+@njit(cache=True)
+def _bias(I, IO, F, FO, q, v, Jw, G, Fch, P, lu, piv, V, A0, edu):
+    """Body twists V, bias accelerations A0 (6 (n_bodies + 1),) and ``Ė u`` (nv,) out at
+    (q, v = E u) from the geometry's arrays: ``(Ė u)_dep = −R_p⁻¹ Ċ v``, 0 elsewhere."""
+    velocities(I, IO, F, FO, q, v, Jw, G, V, A0)
+    cv = np.empty(rho_size(I, IO))
+    velocity_product(I, IO, F, FO, q, v, Fch, V, A0, P, cv)
+    edu[:] = 0.0
+    solve_rows(I, IO, lu, piv, cv, edu)
+    for j in iseg(I, IO, I_DEP):
+        edu[j] = -edu[j]
 
 
 @njit(cache=True)
@@ -113,14 +164,7 @@ def _dynamics(I, IO, F, FO, q, u, f, Tw, Jw, G, Fch, P, lu, piv, E, udot, v, edu
     _matvec(E, u, v)
     V = np.empty(6 * (nb + 1))
     A0 = np.empty(6 * (nb + 1))
-    velocities(I, IO, F, FO, q, v, Jw, G, V, A0)
-    cv = np.empty(rho_size(I, IO))
-    velocity_product(I, IO, F, FO, q, v, Fch, V, A0, P, cv)
-    edu[:] = 0.0
-    solve_rows(I, IO, lu, piv, cv, edu)
-    dep = iseg(I, IO, I_DEP)
-    for j in dep:
-        edu[j] = -edu[j]
+    _bias(I, IO, F, FO, q, v, Jw, G, Fch, P, lu, piv, V, A0, edu)
     Iw = np.empty((nb, 6, 6))
     world_inertias(I, IO, F, FO, Tw, Iw)
     fext = np.empty((nb + 1, 6))
@@ -154,24 +198,35 @@ def geometry(I, IO, F, FO, lu_size, q, rho, C_compact, E):
 
 @njit(cache=True)
 def curvature(I, IO, F, FO, lu_size, q, u, v, edu):
-    """``v = E u`` and ``Ė u`` (nv,) out at (q, u); False when R_p is singular."""
+    """``v = E u`` and ``Ė u`` (nv,) out at (q, u); False when R_p is singular. E by node
+    (:func:`rbc.kernels.articulated.node_lift`) when the layout has nodes, else dense."""
     Tw, Jw, G, Fch, rho, Cc, P, lu, piv = _work(I, IO, lu_size)
     if not _geometry(I, IO, F, FO, q, Tw, Jw, G, Fch, rho, Cc, P, lu, piv):
         return False
     sizes = iseg(I, IO, I_SIZES)
-    E = np.empty((sizes[S_NV], sizes[S_NU]))
-    lift_matrix(I, IO, F, FO, Cc, lu, piv, E)
-    _matvec(E, u, v)
+    if sizes[S_NNODE]:
+        En = np.empty(iseg(I, IO, I_ND_E_PTR)[sizes[S_NNODE]])
+        node_lift(I, IO, F, FO, Cc, lu, piv, En)
+        node_apply(I, IO, En, u, v)
+    else:
+        E = np.empty((sizes[S_NV], sizes[S_NU]))
+        lift_matrix(I, IO, F, FO, Cc, lu, piv, E)
+        _matvec(E, u, v)
     nb = sizes[S_NB]
-    V = np.empty(6 * (nb + 1))
-    A0 = np.empty(6 * (nb + 1))
-    velocities(I, IO, F, FO, q, v, Jw, G, V, A0)
-    cv = np.empty(rho.size)
-    velocity_product(I, IO, F, FO, q, v, Fch, V, A0, P, cv)
-    edu[:] = 0.0
-    solve_rows(I, IO, lu, piv, cv, edu)
-    for j in iseg(I, IO, I_DEP):
-        edu[j] = -edu[j]
+    _bias(I, IO, F, FO, q, v, Jw, G, Fch, P, lu, piv, np.empty(6 * (nb + 1)),
+          np.empty(6 * (nb + 1)), edu)
+    return True
+
+
+@njit(cache=True)
+def node_geometry(I, IO, F, FO, lu_size, q, En):
+    """The lift by node En (``nd_e_ptr[-1]``,) out at q (:func:`rbc.kernels.articulated.
+    node_lift`; the layout must have nodes): the geometry and ``R_p`` factors with E kept
+    compact. False when R_p is exactly singular."""
+    Tw, Jw, G, Fch, rho, Cc, P, lu, piv = _work(I, IO, lu_size)
+    if not _geometry(I, IO, F, FO, q, Tw, Jw, G, Fch, rho, Cc, P, lu, piv):
+        return False
+    node_lift(I, IO, F, FO, Cc, lu, piv, En)
     return True
 
 
@@ -317,7 +372,7 @@ def _project(I, IO, F, FO, q, E, x0, rho_out, Cc_out, y, tol, max_iter, Tw, Jw, 
 
 @njit(cache=True, parallel=True)
 def evaluate_batch(I, IO, F, FO, lu_size, Q, U, Fp, UD, status, n_chunks):
-    """:func:`evaluate` over N states in parallel: Q (N, nq), U (N, n_u), Fp (N, n_act);
+    """:func:`forward` over N states in parallel: Q (N, nq), U (N, n_u), Fp (N, n_act);
     UD (N, n_u) out, status (N,) out.
 
     The states go in ``n_chunks`` contiguous chunks (one per thread), each evaluated on its
@@ -340,8 +395,12 @@ def evaluate_batch(I, IO, F, FO, lu_size, Q, U, Fp, UD, status, n_chunks):
         rhs = np.empty(nu)
         UDc = np.empty((hi - lo, nu))
         st = np.empty(hi - lo, dtype=np.int64)
+        nodes = sizes[S_RECURSE] > 0
         for s in range(hi - lo):
-            st[s] = evaluate(Ic, IOc, Fc, FOc, lu_size, Qc[s], Uc[s], Fpc[s], UDc[s], v, edu, E,
-                             Mr, rhs)
+            if nodes:  # forward's recursion (the single-state face: the same bits)
+                st[s] = forward(Ic, IOc, Fc, FOc, lu_size, Qc[s], Uc[s], Fpc[s], UDc[s])
+            else:
+                st[s] = evaluate(Ic, IOc, Fc, FOc, lu_size, Qc[s], Uc[s], Fpc[s], UDc[s], v, edu,
+                                 E, Mr, rhs)
         UD[lo:hi] = UDc
         status[lo:hi] = st
