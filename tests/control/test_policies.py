@@ -111,3 +111,42 @@ def test_every_policy_stays_within_the_bounds_off_the_reference(ctx, moving_ref)
         st = pol(ctx, r, r.q, v)
         assert np.all(st.f >= ctx.lower - 1e-9) and np.all(st.f <= ctx.upper + 1e-9), name
         assert np.isfinite(st.slack), name
+
+
+def test_friction_compensation_is_the_stated_formula(pair, ctx, moving_ref):
+    """``f + 0.85 F_c tanh(ℓ̇_d/ε)`` clipped to the bounds, with F_c the record's drive
+    Coulomb friction, ε 0.005 m/s at the screws and 0.05 rad/s at rotary ports, and ℓ̇_d
+    the reference's port rate — here against centred differences of the port positions
+    along the reference (Δt = 1e-4 s: the rates' truncation ~1e-8 of the 0.005 m/s scale)."""
+    from dataclasses import replace
+
+    from rbc.control.policies import FrictionCompensation, compensated
+    from rbc.model.interfaces import port_values
+
+    kin = ctx.mm.kin
+    acts = kin.record.actuators
+    fc = FrictionCompensation.of(kin)
+    screws = np.array([a.transmission.type == "screw" for a in acts])
+    assert screws.any() and (~screws).any()
+    assert np.all(fc.epsilon[screws] == 0.005) and np.all(fc.epsilon[~screws] == 0.05)
+    assert np.array_equal(fc.coulomb, [a.coulomb for a in acts]) and fc.coulomb.any()
+    dance = dance_reference(pair, "stand", calibrate=False)
+    t, h = 21.3, 1e-4
+    lo, r, hi = dance(t - h), dance(t), dance(t + h)
+    rate = (port_values(kin, hi.q) - port_values(kin, lo.q)) / (2 * h)
+    on = replace(ctx, friction=fc)
+    step = proposed(ctx, r, r.q, r.v)
+    got = compensated(on, step, r).f
+    want = np.clip(step.f + 0.85 * fc.coulomb * np.tanh(rate / fc.epsilon), ctx.lower,
+                   ctx.upper)
+    assert np.abs(got - want).max() <= 1e-6 * np.abs(fc.coulomb).max()
+    assert np.abs(got - step.f).max() > 1.0  # it does something at this moving instant
+    assert compensated(ctx, step, r) is step  # no compensation without it
+    big = replace(step, f=ctx.upper.copy())  # clipped to the bounds
+    assert np.all(compensated(on, big, r).f <= ctx.upper)
+
+
+def test_friction_compensation_only_on_the_realistic_plant():
+    from rbc.repro.dances import PLANTS, compensates
+
+    assert [p for p in PLANTS if compensates(p)] == ["mujoco-realistic"]

@@ -8,6 +8,7 @@ import json
 
 import h5py
 import numpy as np
+import pytest
 
 from tests.control.conftest import run
 
@@ -46,3 +47,86 @@ def test_refusals(solo_bundle, control_dir, capsys):
     code, _, err = run(capsys, "simulate", solo_bundle, "--controller", "allocation",
                        "--duration", "0.01", "--bandwidth", "3")
     assert code == 2 and "no PD gains" in err
+
+
+def test_one_scratch_data(solo_bundle, monkeypatch):
+    """A reduced composed run under the allocation controller holds one DynamicsData (the
+    controller's, shared by the plant, its tree probe and the wrench log) and gives the
+    same log, bit for bit, as a run where each builds its own."""
+    from rbc.compose import runlog
+    from rbc.model import dynamics
+    from rbc.sim import run as simrun
+    from rbc.sim.backends import reduced
+
+    opts = simrun.SimOptions(controller="allocation", duration=0.01, control_dt=0.002,
+                             initial={"h/waist": 0.02})
+    made = []
+    real_of = dynamics.DynamicsData.of.__func__
+    monkeypatch.setattr(dynamics.DynamicsData, "of",
+                        classmethod(lambda cls, dm: made.append(dm) or real_of(cls, dm)))
+    shared = simrun.simulate(simrun.prepare(solo_bundle, opts))
+    assert len(made) == 1
+    init_b, init_w = reduced.ReducedBackend.__init__, runlog.WrenchLog.__init__
+
+    def own_b(self, *a, **kw):
+        kw.pop("data", None)
+        init_b(self, *a, **kw)
+
+    monkeypatch.setattr(reduced.ReducedBackend, "__init__", own_b)
+    monkeypatch.setattr(runlog.WrenchLog, "__init__",
+                        lambda self, comp, md, plant, data=None: init_w(self, comp, md, plant))
+    made.clear()
+    own = simrun.simulate(simrun.prepare(solo_bundle, opts))
+    assert len(made) == 3  # controller, plant, wrench log
+    keys = [k for k in shared.log if k.endswith("/wrench")]
+    assert keys
+    for key in ("q", "v", "control/effort", "allocation/slack", *keys):
+        assert np.array_equal(shared.log[key], own.log[key]), key
+
+
+def test_memory_refusal(solo_bundle, tmp_path, capsys, monkeypatch):
+    """A run whose Pinocchio scratch would not fit is refused before anything is built:
+    exit 2, the estimate and the limit in the message, no output."""
+    from rbc.compose.bundle import load
+    from rbc.compose.runlog import run_memory
+
+    comp = load(solo_bundle)
+    kin = comp.model(comp.modes["stand"])
+    need = run_memory(kin, "reduced", "allocation")["total"]
+    monkeypatch.setenv("RBC_MEMORY_LIMIT", f"{0.5 * need / 1e9:.6f}")
+    out = tmp_path / "run"
+    code, _, err = run(capsys, "simulate", solo_bundle, "--controller", "allocation",
+                       "--duration", "0.01", "--out", out)
+    assert code == 2 and "needs about" in err and "GB are available" in err
+    assert "Traceback" not in err and not out.exists()
+    monkeypatch.setenv("RBC_MEMORY_LIMIT", "lots")
+    code, _, err = run(capsys, "simulate", solo_bundle, "--controller", "allocation",
+                       "--duration", "0.01")
+    assert code == 2 and "RBC_MEMORY_LIMIT" in err
+    # MuJoCo: only the controller's scratch; the reduced plant adds its own (shared)
+    assert run_memory(kin, "mujoco", "allocation")["total"] == pytest.approx(0.5 * need)
+    assert run_memory(kin, "mujoco", "passive")["total"] == 0.0
+
+
+def test_data_size_estimate():
+    """The estimate of one Pinocchio Data against the memory createData touches on a
+    150-joint revolute chain (32·150³ ≈ 108 MB): within 15 % (allocator granularity and
+    the process's other pages moving meanwhile)."""
+    import pinocchio as pin
+
+    from rbc.compose.runlog import pinocchio_data_bytes
+
+    def rss() -> int:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * 4096
+
+    m = pin.Model()
+    parent = 0
+    for i in range(150):
+        parent = m.addJoint(parent, pin.JointModelRZ(), pin.SE3.Identity(), f"j{i}")
+        m.appendBodyToJoint(parent, pin.Inertia.Random(), pin.SE3.Identity())
+    r0 = rss()
+    d = m.createData()
+    used = rss() - r0
+    assert d is not None
+    assert abs(used - pinocchio_data_bytes(150)) <= 0.15 * pinocchio_data_bytes(150)

@@ -38,9 +38,14 @@ def test_quick_case_list_passes_and_reports(tmp_path):
     assert code == 0 and res["status"] == "pass"
     runs = res["data"]["runs"]
     assert {(r["policy"], r["plant"]) for r in runs} == {
-        ("proposed", "reduced"), ("actuator_pd", "reduced"), ("proposed", "mujoco-ideal")}
+        ("proposed", "reduced"), ("actuator_pd", "reduced"), ("proposed", "mujoco-ideal"),
+        ("proposed", "mujoco-realistic")}
     for r in runs:
         assert r["completed"] and r["pelvis_rms"] is not None and len(r["time"]) >= 2
+        assert r["compensated"] == (r["plant"] == "mujoco-realistic")
+        assert set(r["timing"]) == {"policy", "plant", "measure", "reference", "metrics"}
+    interp = res["data"]["interpolation"][0]
+    assert interp["residual"] <= dances.INTERPOLATED_RESIDUAL and interp["knots"] >= 2
     # starting on the reference, the proposed policy tracks it within a millimetre
     prop = next(r for r in runs if r["policy"] == "proposed" and r["plant"] == "reduced")
     assert prop["pelvis_rms"] < 1e-3 and prop["palm_rms"] < 1e-3
@@ -49,5 +54,6 @@ def test_quick_case_list_passes_and_reports(tmp_path):
     assert samp["worst_residual"] <= 1e-11
     report = (tmp_path / "dances" / "report.md").read_text()
     assert "Position RMS at 100 Hz" in report and "Allocation slack" in report
+    assert "Stored references" in report and "Where the time goes" in report
     for p in ("trajectories.png", "rms.png", "slack.png"):
         assert (tmp_path / "dances" / p).stat().st_size > 5000

@@ -473,7 +473,7 @@ class PlantWrenchLog(WrenchLog):
     docstring); the summary's ``unbalanced`` is None (no recovery equations)."""
 
     def __init__(self, comp, md, plant: CompiledModel, engine: ComposedPlant) -> None:
-        super().__init__(comp, md, plant)
+        self._rows_of(md, plant)  # no member model or scratch data: the engine's wrenches
         self.engine = engine
         self.unbalanced = None
 

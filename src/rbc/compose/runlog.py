@@ -56,25 +56,110 @@ def check_run(bundle: str, md: ComposedMode, backend: str, fix_root: bool,
                          "schedule does not apply (choose the composed mode with --mode)")
 
 
+# ------------------------------------------------------------------------ memory
+
+#: ``(a, b)`` of the bytes of one Pinocchio 4.1 ``Data`` of a model with nv speeds,
+#: ``a nv³ + b nv²`` (its dense nv × nv × 6 derivative tensors; measured with
+#: ``createData`` on revolute chains: 33.6 nv³ at nv 330, 34.4 nv³ at nv 200 — the nv²
+#: part is ≈ 530 nv² there).
+PIN_DATA_BYTES = (32.0, 600.0)
+
+
+def pinocchio_data_bytes(nv: int) -> float:
+    """Bytes of one Pinocchio Data of a model with nv speeds (:data:`PIN_DATA_BYTES`)."""
+    a, b = PIN_DATA_BYTES
+    return a * nv ** 3 + b * nv ** 2
+
+
+def run_memory(kin: CompiledModel, backend: str, controller: str) -> dict[str, float]:
+    """The Pinocchio scratch a composed ``rbc simulate`` run holds, by owner [bytes], and
+    ``total``: one :class:`~rbc.model.dynamics.DynamicsData` (the tree's and the augmented
+    tree's Data, nv_tree and nv speeds of the mode model ``kin``) for the controllers that
+    evaluate the model (``allocation``; ``pd``/``pd+ff`` while their gains are set up), one
+    for the reduced plant (shared by its tree probe and the wrench log), the tree's Data
+    for the Pinocchio plant (shared by its probe); MuJoCo's own data is sparse and not
+    counted."""
+    tree = pinocchio_data_bytes(kin.nv_tree)
+    dd = tree + pinocchio_data_bytes(kin.nv)
+    out = {"controller": dd if controller in ("allocation", "pd", "pd+ff") else 0.0,
+           "plant": {"reduced": dd, "pinocchio": tree}.get(backend, 0.0)}
+    out["total"] = sum(out.values())
+    return out
+
+
+def available_memory() -> float:
+    """Bytes a run may use: ``$RBC_MEMORY_LIMIT`` (GB) when set, else the kernel's
+    ``MemAvailable`` (``/proc/meminfo``); infinity when neither can be read."""
+    import os
+
+    env = os.environ.get("RBC_MEMORY_LIMIT")
+    if env:
+        try:
+            return float(env) * 1e9
+        except ValueError:
+            raise UsageError(f"RBC_MEMORY_LIMIT={env!r}: must be a number of GB") from None
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024.0
+    except OSError:
+        pass
+    return float("inf")
+
+
+def check_memory(bundle: str, kin: CompiledModel, md: ComposedMode, backend: str,
+                 controller: str) -> dict[str, float]:
+    """Refuse a composed run whose Pinocchio scratch (:func:`run_memory`) would not fit in
+    :func:`available_memory`, before anything is built; returns the estimate.
+
+    Raises:
+        UsageError: the estimate exceeds the available memory (the message gives both and
+            the model's sizes).
+    """
+    est = run_memory(kin, backend, controller)
+    avail = available_memory()
+    if est["total"] > avail:
+        parts = ", ".join(f"{k} {v / 1e9:.2f} GB" for k, v in est.items()
+                          if k != "total" and v)
+        raise UsageError(
+            f"{bundle}: mode '{md.name}' (nv {kin.nv}, tree nv {kin.nv_tree}) on the "
+            f"{backend} plant with --controller {controller} needs about "
+            f"{est['total'] / 1e9:.2f} GB of Pinocchio scratch ({parts}; a Data takes "
+            f"≈ 32 nv³ bytes) but {avail / 1e9:.2f} GB are available "
+            "(RBC_MEMORY_LIMIT or MemAvailable): free memory, or run a smaller mode or "
+            "formation")
+    return est
+
+
 class WrenchLog:
     """The ``links/<name>/wrench`` and ``supports/<s>/wrench`` log entries of a composed
     run (module docstring).
 
     Args:
         comp: the composition; md: the simulated mode; plant: the plant's mode model
-            (mismatched inertias included, so the wrenches are the plant's).
+            (mismatched inertias included, so the wrenches are the plant's);
+        data: scratch data of a model of the same structure to share (the reduced
+            plant's: every evaluation recomputes what it reads, so one scratch serves
+            both); None builds its own (≈ 32 (nv_tree³ + nv³) bytes, 1.6 GB on the ring).
     """
 
-    def __init__(self, comp: Composition, md: ComposedMode, plant: CompiledModel) -> None:
-        self.mode = md
+    def __init__(self, comp: Composition, md: ComposedMode, plant: CompiledModel,
+                 data: DynamicsData | None = None) -> None:
+        self._rows_of(md, plant)
         self.mm = MemberModel.of(plant, comp.members, md.level2)
-        self.data = DynamicsData.of(self.mm.dm)
+        self.data = DynamicsData.of(self.mm.dm) if data is None else data
+        self.unbalanced = 0.0
+
+    def _rows_of(self, md: ComposedMode, plant: CompiledModel) -> None:
+        """The log's rows and the supports' data (no dynamics: shared with the engine
+        plants' log, which reads the engine's own wrenches)."""
+        self.mode = md
         self.gravity = np.asarray(plant.record.gravity, dtype=float)
         self.friction = {s.name: s.friction for s in plant.record.supports}
         self.chords = {**{n: n for n in md.links},
                        **{s: s + ".support" for s in md.supports}}
         self.rows: dict[str, list] = {self._key(n): [] for n in self.chords}
-        self.unbalanced = 0.0
 
     def _key(self, name: str) -> str:
         return f"{'links' if name in self.mode.links else 'supports'}/{name}/wrench"

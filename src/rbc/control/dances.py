@@ -213,6 +213,22 @@ class DanceReference:
                                          "fixed while it moves)")
                 free[mv.joint].append(mv.profile)
 
+    def breakpoints(self) -> tuple[float, ...]:
+        """The times [s] where a move's profile is only C² (its window's start, the ends
+        of its ramps and its stop), sorted: knots for an interpolated copy
+        (:func:`rbc.control.knots.knot_times`)."""
+        out = set()
+        for mv in self.moves:
+            p = mv.profile
+            out |= {p.start, p.start + p.ramp, p.stop - p.ramp, p.stop}
+        return tuple(sorted(out))
+
+    def restart_at(self, t: float, q: np.ndarray) -> None:
+        """Make the closed q (nq,) the last sample, at time t [s]: the next sample steps
+        from it (e.g. from a stored knot)."""
+        self._last = (float(t), np.array(q, dtype=float), self.offsets(float(t))[0])
+        self._cache = None
+
     def offsets(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(d, ḋ, d̈)`` (n_u',) of the dance partition's independent coordinates at t."""
         n = self.part.independent.size

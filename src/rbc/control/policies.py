@@ -33,6 +33,13 @@ within the effort bounds, and the allocation's slack where there is one):
 
 The allocation's support-wrench maps are the nominal composed model's in every
 model-based policy (the shared allocation); only Q differs between them.
+
+**Friction compensation** (the realistic plant, issue #20 item 3): every policy's efforts
+plus ``0.85 F_c tanh(ℓ̇_d / ε)`` per port — F_c the drive's Coulomb friction (the record's
+``coulomb``, which the realistic plant applies), ℓ̇_d the reference's port rate, ε 0.05 rad/s
+at rotary and 0.005 m/s at linear (screw) ports — clipped to the effort bounds
+(:class:`FrictionCompensation`, :func:`compensated`; :attr:`PolicyContext.friction`, None
+on the other plants).
 """
 
 from __future__ import annotations
@@ -74,6 +81,38 @@ class PolicyStep:
 
 
 @dataclass(frozen=True, eq=False)
+class FrictionCompensation:
+    """``0.85 F_c tanh(ℓ̇_d / ε)`` per port (module docstring).
+
+    Attributes:
+        coulomb: (n_act,) F_c [N or N·m]; epsilon: (n_act,) ε [m/s or rad/s];
+        fraction: the compensated fraction (0.85).
+    """
+
+    coulomb: np.ndarray
+    epsilon: np.ndarray
+    fraction: float = 0.85
+
+    #: ε at rotary and linear ports (issue #20) [rad/s, m/s]
+    ROTARY, LINEAR = 0.05, 0.005
+
+    @classmethod
+    def of(cls, kin, fraction: float = 0.85) -> FrictionCompensation:
+        """From the record of ``kin``: every actuator's ``coulomb``, ε by its port's unit
+        (:func:`rbc.model.interfaces.port_unit`)."""
+        from rbc.model.interfaces import port_unit
+
+        acts = kin.record.actuators
+        eps = np.array([cls.LINEAR if port_unit(kin, i)[0] == "m" else cls.ROTARY
+                        for i in range(len(acts))])
+        return cls(np.array([a.coulomb for a in acts], dtype=float), eps, float(fraction))
+
+    def efforts(self, ell_dot: np.ndarray) -> np.ndarray:
+        """(n_act,) the compensation at the desired port rates ℓ̇_d (n_act,)."""
+        return self.fraction * self.coulomb * np.tanh(np.asarray(ell_dot) / self.epsilon)
+
+
+@dataclass(frozen=True, eq=False)
 class PolicyContext:
     """What the policies share (immutable; the DynamicsData are scratch).
 
@@ -88,6 +127,8 @@ class PolicyContext:
         kp, kd: (n_act,) port PD gains (actuator PD).
         robots: the per-robot models (:func:`rbc.control.per_robot.robot_models`) and their
             independent coordinates, or () when not built.
+        friction: the realistic plant's friction compensation, or None (the other
+            plants; :func:`compensated`).
     """
 
     mm: MemberModel
@@ -105,12 +146,15 @@ class PolicyContext:
     gains: TrackingGains = TrackingGains()
     weights: AllocationWeights = AllocationWeights()
     limits: ContactLimits = ContactLimits()
+    friction: FrictionCompensation | None = None
 
     @classmethod
     def build(cls, comp, mode: str, q0: np.ndarray | None = None, *, per_robot: bool = True,
-              gains: TrackingGains = TrackingGains()) -> PolicyContext:
+              gains: TrackingGains = TrackingGains(), compensate: bool = False
+              ) -> PolicyContext:
         """The context of a composed mode, its Γ̄ and port gains at q0 (default: the mode's
-        reference stance) at rest."""
+        reference stance) at rest; ``compensate``: with the friction compensation of the
+        realistic plant (:class:`FrictionCompensation` of the mode model's record)."""
         from rbc.compose.dynamics import member_model
         from rbc.control.per_robot import robot_models
 
@@ -130,7 +174,22 @@ class PolicyContext:
         no_inertia, massless = actuator_parameters(mm)
         return cls(mm, data, part, IndependentCoordinates.of(mm.kin, part), lim[:, 0],
                    lim[:, 1], no_inertia, massless, np.diag(T.Gamma).copy(), kp, kd,
-                   robots, gains)
+                   robots, gains,
+                   friction=FrictionCompensation.of(mm.kin) if compensate else None)
+
+
+def compensated(ctx: PolicyContext, step: PolicyStep, ref) -> PolicyStep:
+    """``step`` with the context's friction compensation added at the reference's port
+    rates ``ℓ̇_d = J_ℓ(q_d) v_d`` and clipped to the effort bounds (module docstring);
+    ``step`` itself when the context has none."""
+    if ctx.friction is None:
+        return step
+    from rbc.model.interfaces import port_state
+
+    _, J = port_state(ctx.mm.kin, ref.q)
+    f = np.clip(step.f + ctx.friction.efforts(J @ np.asarray(ref.v, dtype=float)),
+                ctx.lower, ctx.upper)
+    return replace(step, f=f)
 
 
 def port_gains(terms) -> tuple[np.ndarray, np.ndarray]:
@@ -324,11 +383,15 @@ class PolicyController:
         return self.ctx.mm
 
     def step(self, t: float, q: np.ndarray, v: np.ndarray) -> PolicyStep:
-        self.last = self.policy(self.ctx, self.reference(t), q, v)
+        """The policy's step at time t [s] from the measured (q, v), with the context's
+        friction compensation (:func:`compensated`)."""
+        ref = self.reference(t)
+        self.last = compensated(self.ctx, self.policy(self.ctx, ref, q, v), ref)
         return self.last
 
 
-__all__: Sequence[str] = ("POLICIES", "PolicyContext", "PolicyController", "PolicyStep",
-                          "actuator_bodies", "actuator_parameters", "actuator_pd", "port_gains",
+__all__: Sequence[str] = ("POLICIES", "FrictionCompensation", "PolicyContext",
+                          "PolicyController", "PolicyStep", "actuator_bodies",
+                          "actuator_parameters", "actuator_pd", "compensated", "port_gains",
                           "gravity_pd", "massless_actuators", "no_actuator_inertia",
                           "no_curvature", "per_robot", "projected_tree", "proposed")

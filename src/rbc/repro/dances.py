@@ -29,11 +29,13 @@ wave, sway).
 from __future__ import annotations
 
 import functools
+import os
 import time
 from pathlib import Path
 
 import numpy as np
 
+from rbc.control.knots import content_key
 from rbc.repro.outcome import Outcome, Table
 from rbc.repro.plots import pyplot, save
 from rbc.repro.report import fmt
@@ -63,13 +65,19 @@ QUICK_SAMPLES = (3.1, 8.4, 21.3)
 #: The policy runs' window [s]: (start, length) — full: 0.2 s of the bounce canon at full
 #: amplitude (the whole 30 s × 8 policies × 3 formations is ~12 h of CPU on the reduced
 #: plant today: docs/allocation.md); quick: 10 ms of the sway.
-WINDOW = {False: (3.0, 0.2), True: (21.3, 0.01)}
+WINDOW = {False: (0.0, 30.0), True: (21.3, 0.01)}
+#: Windows whose reference is stored for the window alone (the quick case: 10 ms need not
+#: sample the whole 30 s); every other window reads the stored 30 s.
+OWN_WINDOWS = frozenset({WINDOW[True]})
 QUICK_POLICIES = ("proposed", "actuator_pd")
 #: A pelvis this far below its reference is a fall [m].
 FALL = 0.2
 #: ‖z‖∞ above which a per-robot sample counts as not reached (issue #20) [N or N·m].
 PER_ROBOT_SLACK = 1e-3
 SLACK_LIMIT = 1e-9
+#: Closure residual the interpolated reference samples must keep [rad, m]: at 20 ms knots
+#: the pair's measured 4e-11 (docs/allocation.md "Stored references"); ten times that.
+INTERPOLATED_RESIDUAL = 4e-10
 
 
 @functools.cache
@@ -152,6 +160,76 @@ def sampled(case: tuple) -> dict:
             "worst_residual": ref.worst_residual, "limits": sorted(limits)}
 
 
+#: Knot spacing of the stored references [s] (docs/allocation.md "Stored references": at
+#: 20 ms the interpolated samples' closure residual stays ≤ 4e-11 and their configuration
+#: error ≤ 4e-8 rad/m, four orders below the realistic plant's measurement noise).
+KNOT_SPACING = 0.02
+
+
+def cache_dir() -> Path:
+    """Where the stored references live: ``$RBC_DANCE_CACHE`` or ``artifacts/cache/dances``
+    (not committed; the file names are content hashes)."""
+    return Path(os.environ.get("RBC_DANCE_CACHE", "artifacts/cache/dances"))
+
+
+def reference_key(name: str, calibrate: bool, spacing: float,
+                  window: tuple[float, float]) -> str:
+    """The content hash of a formation's stored dance: the composition and member record
+    texts, the mode, its reference stance, the dance's sizes and windows, the calibration,
+    the knot spacing and the sampled window (:func:`rbc.control.knots.content_key`)."""
+    from rbc.compose.spec import parse_composition
+    from rbc.control.dances import DURATION, WINDOWS, DanceAmplitudes
+    from rbc.repro import models
+
+    src = models.RECORDS / "humanoid"
+    text = PAIR if name == "pair" else (src / f"{name}.yaml").read_text()
+    f = models._scratch() / f"{name}.yaml"
+    f.write_text(text)
+    members = tuple((src / f"{Path(m.bundle).stem}.yaml").read_text()
+                    for m in parse_composition(f).members)
+    q_ref = np.asarray(formation(name).modes[MODE].partition.q_ref, dtype=float)
+    return content_key(text, members, MODE, q_ref, repr(DanceAmplitudes()), DURATION,
+                       tuple(sorted(WINDOWS.items())), calibrate, float(spacing),
+                       tuple(float(x) for x in window))
+
+
+@functools.cache
+def stored_reference(name: str, calibrate: bool = True, spacing: float = KNOT_SPACING,
+                     window: tuple[float, float] | None = None):
+    """The formation's dance as a :class:`rbc.control.knots.KnotReference` over ``window``
+    = (start, length) [s] (default the whole 30 s): sampled once every ``spacing`` seconds
+    and at every profile breakpoint — from the stance straight to the window's start, then
+    each knot from the last — and stored in :func:`cache_dir` under its
+    :func:`reference_key`; every run reads the stored knots. The knots' ``meta`` holds the
+    wave rise, the worst knot residual and the build's CPU time."""
+    from rbc.control.dances import DURATION
+    from rbc.control.knots import KnotReference, cached_knots, knot_times, sample_knots
+
+    window = (0.0, DURATION) if window is None else tuple(window)
+    comp = formation(name)
+    kin = comp.model(comp.modes[MODE])
+    key = reference_key(name, calibrate, spacing, window)
+    path = cache_dir() / f"{name}-{key}.npz"
+
+    def build():
+        t0 = time.process_time()
+        ref = _fresh(reference(name, calibrate))
+        kn = sample_knots(ref, ref.part.independent,
+                          knot_times(window[0], window[1], spacing, ref.breakpoints()))
+        kn.meta.update({"wave_rise": ref.wave_rise, "worst_residual": ref.worst_residual,
+                        "build_cpu": time.process_time() - t0, "formation": name,
+                        "window": list(window), "key": key})
+        return kn
+
+    def check(kn) -> str | None:
+        if kn.q.shape[1] != kin.nq or kn.meta.get("key") != key:
+            return "stale"
+        return None
+
+    kn, _ = cached_knots(path, build, check=check)
+    return KnotReference(kin, kn, with_residual=False)
+
+
 def _fresh(ref):
     """A copy of a cached reference restarted at its stance (samples step forward)."""
     from rbc.control.dances import DanceReference
@@ -187,17 +265,18 @@ def points(kin, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 #: :mod:`rbc.compose.plant` (physics at 1 ms).
 PLANTS = ("reduced", "mujoco-ideal", "mujoco-realistic", "pinocchio")
 #: The plants of the full and quick case lists.
-CASE_PLANTS = {False: PLANTS, True: ("reduced", "mujoco-ideal")}
+CASE_PLANTS = {False: PLANTS, True: ("reduced", "mujoco-ideal", "mujoco-realistic")}
 PHYSICS_DT = 0.001   # [s] the engine plants' step (issue #20)
 
 
-def make_plant(plant: str, comp, kin, part, q0: np.ndarray, v0: np.ndarray):
+def make_plant(plant: str, comp, kin, part, q0: np.ndarray, v0: np.ndarray, data=None):
     """``(backend, physics steps per control period)`` of a plant name of :data:`PLANTS`
-    at the closed state (q0, v0) of the mode model ``kin``."""
+    at the closed state (q0, v0) of the mode model ``kin``; ``data``: the reduced plant's
+    scratch to share (the policies' context's: one DynamicsData per run)."""
     from rbc.sim.backends import backend_class
 
     if plant == "reduced":
-        return backend_class("reduced")(kin, part, q0, v0, CONTROL_DT), 1
+        return backend_class("reduced")(kin, part, q0, v0, CONTROL_DT, data=data), 1
     from rbc.compose.plant import Realism, composed_backend
 
     engine, _, variant = plant.partition("-")
@@ -207,34 +286,79 @@ def make_plant(plant: str, comp, kin, part, q0: np.ndarray, v0: np.ndarray):
                 realism=realism), int(round(CONTROL_DT / PHYSICS_DT)))
 
 
+def _both_points(kin, q, q_d):
+    return points(kin, q), points(kin, q_d)
+
+
+def _policy_step(ctx, fn, r, m):
+    from rbc.control.policies import compensated
+
+    return compensated(ctx, fn(ctx, r, m.q, m.v), r)
+
+
+def compensates(plant: str) -> bool:
+    """Whether the policies add friction compensation on ``plant`` (the realistic MuJoCo
+    plant only: the others have no drive Coulomb friction, or — the reduced plant — the
+    record's, which the earlier runs left uncompensated; issue #20 item 3)."""
+    return plant == "mujoco-realistic"
+
+
 def run_policy(case: tuple) -> dict:
     """``case = (formation, policy, start, length, calibrate, plant)``: one policy run
-    (module docstring)."""
+    (module docstring) on the stored reference (:func:`stored_reference`). The result
+    has the RMS errors, the slack per control step, the cause of an early end (a fall, a
+    solver or plant failure, a memory refusal) and where the time went (``timing``: CPU
+    and wall seconds of the policy, the plant's steps, its measurements, the reference and
+    the metrics)."""
+    from rbc.compose.runlog import check_memory
     from rbc.control.policies import POLICIES, PolicyContext
+    from rbc.errors import UsageError
     from rbc.sim.threads import limit_blas_threads
 
     limit_blas_threads(1)
     name, policy, start, length, calibrate, plant_name = case
     comp = formation(name)
-    ref = _fresh(reference(name, calibrate))
     md = comp.modes[MODE]
-    ctx = PolicyContext.build(comp, MODE, per_robot=policy == "per_robot")
+    out = {"formation": name, "policy": policy, "plant": plant_name, "start": start,
+           "length": length, "completed": False, "cause": None, "pelvis_rms": None,
+           "palm_rms": None, "slack": [], "controller_step_median": None, "wall": 0.0,
+           "time": [], "trajectory": [], "timing": {}}
+    kin = comp.model(md)
+    engine = plant_name.partition("-")[0]
+    try:
+        out["memory"] = check_memory(name, kin, md, engine, "allocation")["total"]
+    except UsageError as e:
+        out["cause"] = f"refused: {e}"
+        return out
+    ref = stored_reference(name, calibrate,
+                           window=(start, length) if (start, length) in OWN_WINDOWS else None)
+    ctx = PolicyContext.build(comp, MODE, per_robot=policy == "per_robot",
+                              compensate=compensates(plant_name))
     kin = ctx.mm.kin
     r0 = ref(start)
-    plant, substeps = make_plant(plant_name, comp, kin, md.partition, r0.q, r0.v)
+    plant, substeps = make_plant(plant_name, comp, kin, md.partition, r0.q, r0.v,
+                                 data=ctx.data)
     fn = POLICIES[policy]
     n = int(round(length / CONTROL_DT))
     every = int(round(LOG_DT / CONTROL_DT))
-    slack, cpu, err_p, err_h, times = [], [], [], [], []
-    traj = []
-    cause, m = None, plant.measure()
+    slack, cpu, err_p, err_h, times, traj = [], [], [], [], [], []
+    clock = {k: [0.0, 0.0] for k in ("policy", "plant", "measure", "reference", "metrics")}
+
+    def timed(key, f, *a):
+        c0, w0 = time.process_time(), time.perf_counter()
+        try:
+            return f(*a)
+        finally:
+            clock[key][0] += time.process_time() - c0
+            clock[key][1] += time.perf_counter() - w0
+
+    cause, m = None, timed("measure", plant.measure)
     t_wall = time.perf_counter()
     for i in range(n + 1):
         t = start + i * CONTROL_DT
-        r = ref(t)
+        r = timed("reference", ref, t)
         if i % every == 0:
-            pp, hh = points(kin, m.q)
-            pd, hd = points(kin, r.q)
+            (pp, hh), (pd, hd) = timed("metrics", _both_points, kin, m.q, r.q)
             err_p.append(np.sum((pp - pd) ** 2, axis=1))
             err_h.append(np.sum((hh - hd) ** 2, axis=1))
             times.append(t)
@@ -246,28 +370,56 @@ def run_policy(case: tuple) -> dict:
             break
         c0 = time.perf_counter()
         try:
-            st = fn(ctx, r, m.q, m.v)
+            st = timed("policy", _policy_step, ctx, fn, r, m)
         except Exception as e:  # noqa: BLE001 - a solver failure ends the run, reported
             cause = f"{type(e).__name__} at t = {t:.3f} s: {e}"
             break
         cpu.append(time.perf_counter() - c0)
         slack.append(st.slack)
         try:
-            plant.advance(np.clip(st.f, ctx.lower, ctx.upper), substeps)
+            timed("plant", plant.advance, np.clip(st.f, ctx.lower, ctx.upper), substeps)
+            m = timed("measure", plant.measure)
         except Exception as e:  # noqa: BLE001 - the plant's integration failed
             cause = f"plant {type(e).__name__} at t = {t:.3f} s: {e}"
             break
-        m = plant.measure()
     ep, eh = np.array(err_p), np.array(err_h)
-    return {"formation": name, "policy": policy, "plant": plant_name, "start": start,
-            "length": length,
-            "completed": cause is None, "cause": cause,
-            "pelvis_rms": float(np.sqrt(ep.mean())) if ep.size else None,
-            "palm_rms": float(np.sqrt(eh.mean())) if eh.size else None,
-            "slack": [float(s) for s in slack], "controller_step_median":
-            float(np.median(cpu)) if cpu else None,
-            "wall": time.perf_counter() - t_wall, "time": times,
-            "trajectory": [list(map(float, x)) for x in traj]}
+    out.update({"completed": cause is None, "cause": cause,
+                "pelvis_rms": float(np.sqrt(ep.mean())) if ep.size else None,
+                "palm_rms": float(np.sqrt(eh.mean())) if eh.size else None,
+                "slack": [float(x) for x in slack], "controller_step_median":
+                float(np.median(cpu)) if cpu else None,
+                "wall": time.perf_counter() - t_wall, "time": times,
+                "trajectory": [list(map(float, x)) for x in traj],
+                "steps": len(slack), "compensated": ctx.friction is not None,
+                "timing": {k: {"cpu": c, "wall": w} for k, (c, w) in clock.items()}})
+    return out
+
+
+def interpolation(case: tuple) -> dict:
+    """``case = (formation, calibrate, window, every)``: the stored reference's knots and
+    its interpolation error at the midpoints of every ``every``-th interval against exact
+    samples stepped from the interval's knot (:func:`rbc.control.knots.
+    interpolation_error`): the interpolated states' closure residual and their
+    configuration, speed and acceleration errors."""
+    from rbc.control.knots import interpolation_error
+    from rbc.sim.threads import limit_blas_threads
+
+    limit_blas_threads(1)
+    name, calibrate, window, every = case
+    kr = stored_reference(name, calibrate, window=window)
+    kn = kr.knots
+    ex = _fresh(reference(name, calibrate))
+
+    def exact(t, k):
+        ex.restart_at(kn.t[k], kn.q[k])
+        return ex(t)
+
+    idx = np.arange(0, kn.t.size - 1, every)
+    mids = 0.5 * (kn.t[idx] + kn.t[idx + 1])
+    err = interpolation_error(kr.kin, exact, kn, mids)
+    return {"formation": name, "knots": int(kn.t.size),
+            "spacing": float(np.diff(kn.t).max()), "knot_residual": float(kn.residual.max()),
+            "build_cpu": kn.meta.get("build_cpu"), **err}
 
 
 # ---------------------------------------------------------------------------- target
@@ -283,6 +435,10 @@ def run(ctx) -> Outcome:
     samp = [s for s in ctx.bag(sampled, [(f, instants, calibrate) for f in forms],
                                "sampled allocation") if s is not None]
     start, length = WINDOW[quick]
+    window = (start, length) if quick else None
+    interp = [x for x in ctx.bag(interpolation, [(f, calibrate, window, 1 if quick else 25)
+                                                 for f in forms], "stored references")
+              if x is not None]
     policies = QUICK_POLICIES if quick else tuple(POLICIES)
     plants = CASE_PLANTS[quick]
     cases = [(f, p, start, length, calibrate, pl) for pl in plants for f in forms
@@ -313,6 +469,24 @@ def run(ctx) -> Outcome:
                          "wave rise [m]", "joints out of limits"), tuple(rows),
                         note="composed: the mode's member-wise model with the hand links; "
                              "per-robot: each robot's own model on its own soles."))
+    irow = []
+    for x in interp:
+        f = x["formation"]
+        figures[f"{f}.interpolated_residual"] = x["residual"]
+        irow.append((f, str(x["knots"]), fmt(x["spacing"] * 1e3, 3), fmt(x["knot_residual"], 2),
+                     str(x["samples"]), fmt(x["residual"], 2), fmt(x["q"], 2),
+                     fmt(x["v"], 2), fmt(x["a"], 2),
+                     fmt(x["build_cpu"], 3) if x["build_cpu"] is not None else "–"))
+        checks.append(make_check(f"dances.{f}.interpolated_residual", x["residual"],
+                                 INTERPOLATED_RESIDUAL, "rad, m",
+                                 "closure residual of interpolated reference samples"))
+    tables.append(Table("Stored references: knots and interpolation error at interval "
+                        "midpoints (against samples stepped from the knot)",
+                        ("formation", "knots", "largest spacing [ms]", "knot residual",
+                         "midpoints", "interpolated residual", "‖Δq‖∞", "‖Δv‖∞",
+                         "‖Δa‖∞", "build CPU [s]"), tuple(irow),
+                        note="SI units per coordinate (rad, m; /s; /s²); the knots every "
+                             f"{KNOT_SPACING * 1e3:g} ms and at every profile breakpoint."))
     trow, srow = [], []
     for pl, p in ((pl, p) for pl in plants for p in policies):
         cells, scells = [p, pl], [p, pl]
@@ -341,6 +515,21 @@ def run(ctx) -> Outcome:
                         ("policy", "plant", *forms), tuple(trow)))
     tables.append(Table("Allocation slack: largest ‖z‖∞ [N, N·m] / control steps above 1e-9",
                         ("policy", "plant", *forms), tuple(srow)))
+    crow = []
+    for r in runs:
+        tm, n = r.get("timing") or {}, max(r.get("steps", 0), 1)
+        if not tm:
+            continue
+        crow.append((r["formation"], r["policy"], r["plant"], str(r.get("steps", 0)),
+                     fmt(r["wall"], 3),
+                     *(fmt(1e3 * tm[k]["cpu"] / n, 3) for k in
+                       ("policy", "plant", "measure", "reference", "metrics")),
+                     "yes" if r.get("compensated") else "no"))
+    tables.append(Table("Where the time goes: CPU per control step [ms] (the machine is "
+                        "shared: wall ≫ CPU under load)",
+                        ("formation", "policy", "plant", "steps", "wall [s]", "policy",
+                         "plant steps", "measurement", "reference", "metrics",
+                         "friction compensation"), tuple(crow)))
     steps = [r["controller_step_median"] for r in runs
              if r["policy"] == "proposed" and r["controller_step_median"]]
     if steps:
@@ -364,14 +553,16 @@ def run(ctx) -> Outcome:
     return Outcome(
         figures=figures, key_figures=key,
         setup=("The paper runs 30 s per formation and policy on MuJoCo (ideal, realistic) and "
-               "Pinocchio plants; ours samples the 30 s dances for the allocation figures, and "
+               "Pinocchio plants; ours samples the 30 s dances for the allocation figures, "
+               "stores each formation's reference once (knots every "
+               f"{KNOT_SPACING * 1e3:g} ms, quintic interpolation), and "
                f"runs each policy {length:g} s of the dance on the plants "
-               f"{', '.join(plants)} (the policies add no friction compensation on the "
-               "realistic plant yet). The humanoids are the synthetic records (make_humanoid.py), "
+               f"{', '.join(plants)} (friction compensation on the realistic plant). "
+               "The humanoids are the synthetic records (make_humanoid.py), "
                "not the paper's robots. The travelling formations' sideways steps are not "
                "danced (stationary elements only)."),
         tables=tables, checks=checks, plots=plots,
-        data={"sampled": samp, "runs": runs})
+        data={"sampled": samp, "runs": runs, "interpolation": interp})
 
 
 def _mm(x):

@@ -291,7 +291,10 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
             kin = welded(kin)
         part = get_partition(kin, opts.partition)
     else:
+        from rbc.compose.runlog import check_memory
+
         kin = composed[0].model(composed[1])
+        check_memory(str(bundle), kin, composed[1], opts.backend, opts.controller)
         part = get_partition(kin, composed[1].name)
     acts = kin.record.actuators
     if opts.controller != "passive" and not acts:
@@ -561,6 +564,8 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
             from rbc.compose.plant import plant_options
 
             engine = plant_options(prep.composed, opts.plant, opts.seed)
+        elif prep.composed is not None and isinstance(ctrl, AllocationTracking):
+            engine = {"data": ctrl.controller.data}  # one scratch (docs/composition.md)
         plant = prep.backend(prep.plant, prep.part, prep.q0, prep.v0, opts.dt,
                              integrator=opts.integrator, rtol=opts.rtol, atol=opts.atol,
                              evaluator=opts.evaluator, **engine)
@@ -573,7 +578,7 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
     elif prep.composed is not None:
         from rbc.compose.runlog import WrenchLog
 
-        links = WrenchLog(*prep.composed, prep.plant)
+        links = WrenchLog(*prep.composed, prep.plant, data=plant.data)
     n = int(round(prep.duration / prep.control_dt))
     tasks = [t.name for t in prep.kin.record.tasks]
     n_act = len(prep.kin.record.actuators)

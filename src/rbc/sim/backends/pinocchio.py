@@ -88,7 +88,7 @@ class PinocchioBackend(Backend):
             if a.joint is not None:
                 damping[plant.v_slice(plant.edge(a.joint))] += a.viscous
         self.damping = t.v_pin(damping[: plant.nv_tree])
-        self.probe = TreeProbe(t, record_tasks(plant))
+        self.probe = TreeProbe(t, record_tasks(plant), self.data)
         self.gap_names = tuple(s.name for s in self.pmod.specs)
         self.pushes: dict[int, np.ndarray] = {}
 

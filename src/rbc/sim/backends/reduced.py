@@ -156,7 +156,10 @@ class ReducedBackend(Backend):
 
     Options:
         integrator: ``dopri5`` | ``rk4`` | ``RK45`` | ``DOP853``; rtol, atol: tolerances;
-        evaluator: ``kernel`` | ``reference`` (module docstring).
+        evaluator: ``kernel`` | ``reference`` (module docstring); data: a
+        :class:`~rbc.model.dynamics.DynamicsData` of a model of the same structure to
+        share as scratch (a composed run's controller's: every evaluation recomputes what
+        it reads; the ring's costs 1.6 GB), by default its own (shared with its probe).
     """
 
     name = "reduced"
@@ -179,9 +182,10 @@ class ReducedBackend(Backend):
                 raise BackendError(f"{name} {value:g}: must be in (0, 1)")
         self.integrator, self.rtol, self.atol = integrator, float(rtol), float(atol)
         self.dm = DynamicsModel.build(plant)
-        self.data = DynamicsData.of(self.dm)
+        shared = options.get("data")  # scratch of a model of the same structure
+        self.data = DynamicsData.of(self.dm) if shared is None else shared
         self.check(plant, part)
-        self.probe = TreeProbe(self.dm.tree, record_tasks(plant))
+        self.probe = TreeProbe(self.dm.tree, record_tasks(plant), self.data.pin_data)
         self.gap_names = tuple(plant.edge_names[k] for k in plant.chord_edges)
         self.time = 0.0
         self.stats = StepStats()

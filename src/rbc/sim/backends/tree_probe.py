@@ -17,11 +17,14 @@ class TreeProbe:
     Args:
         tree: the tree model (armature = rotor inertia included).
         tasks: ``((name, body index, T_body_task), …)``.
+        data: a Data of ``tree.model`` to share (the backend's: every probe call recomputes
+            what it reads); None creates one (≈ 32 nv³ bytes).
     """
 
-    def __init__(self, tree: TreeModel, tasks: tuple[tuple[str, int, pin.SE3], ...]) -> None:
+    def __init__(self, tree: TreeModel, tasks: tuple[tuple[str, int, pin.SE3], ...],
+                 data: pin.Data | None = None) -> None:
         self.tree = tree
-        self.data = tree.model.createData()
+        self.data = tree.model.createData() if data is None else data
         self.tasks = tasks
 
     def energy(self, q: np.ndarray, v: np.ndarray) -> tuple[float, float]:
