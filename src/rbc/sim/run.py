@@ -553,7 +553,8 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
     sref = prep.support_reference
     if sref is not None:
         floor = (floor_level(prep.plant, sref, prep.q0)
-                 if getattr(prep.backend, "native_contact", False) else "auto")
+                 if getattr(prep.backend, "native_contact", False)
+                 or getattr(prep.backend, "floor_anchors", False) else "auto")
         plant = ModalPlant(prep.backend, prep.plant, sref.schedule, prep.q0, prep.v0, opts.dt,
                            floor=floor, integrator=opts.integrator, rtol=opts.rtol, atol=opts.atol,
                            evaluator=opts.evaluator)

@@ -3,14 +3,31 @@
 :class:`ModalPlant` wraps a backend and a :class:`~rbc.sim.schedule.ModeSchedule`:
 
 * **reduced** and **pinocchio** plants are rebuilt at every switch on the new mode's model
-  (the base model plus one closure to the world per active support, anchored where the
-  plant's own support frames are at activation — measured, not the reference's targets):
-  the reduced backend integrates the mode's reduced model, the Pinocchio backend gets one
-  ideal weld (``CONTACT_3D`` / ``CONTACT_6D``) per active support with the Baumgarte
-  corrector (400 s⁻², 40 s⁻¹);
+  (the base model plus one closure to the world per active support): the reduced backend
+  integrates the mode's reduced model, the Pinocchio backend gets one ideal weld
+  (``CONTACT_3D`` / ``CONTACT_6D``) per active support with the Baumgarte corrector
+  (400 s⁻², 40 s⁻¹);
 * **mujoco** runs the whole schedule on one model with a floor and native unilateral
   contact (:func:`rbc.backends.mjcf_export.export_mjcf` with ``floor``): the schedule only
   drives the reference and the feedforward.
+
+**Anchors** (reduced, pinocchio): the first mode's supports are anchored where the plant's
+support frames are at the start; a support that stays active keeps its anchor. A support
+that touches down is anchored
+
+* on the reduced plant where its frame is at the switch (measured, not the reference's
+  target: the plant integrates on the closure manifold and cannot start off it);
+* on the Pinocchio plant (:attr:`~rbc.sim.backends.Backend.floor_anchors`) **on the
+  floor** — "Touchdown on the floor": the ground plane of :func:`floor_level` (MuJoCo's) is
+  the ground; the new anchor is the
+  measured frame moved along −gravity until its contact geometry's lowest point is on that
+  plane (a point: sphere bottom; a surface: its 1 mm contact box, and turned by the smallest
+  rotation that levels its normal, keeping its yaw); the horizontal position is where the
+  foot is. The Baumgarte corrector closes the gap between the foot and its anchor
+  (critically damped, 20 rad/s), as a stiff ground pushes a foot that arrives low back up
+  and — unlike a real, unilateral ground — pulls one that is still above it down. Without
+  this, a tilted robot's feet were welded where it held them, below or above the ground,
+  and the undriven roll of two-foot phases accumulated touchdown after touchdown.
 
 **State transfer** (reduced, pinocchio): the tree configuration is kept; the new supports'
 cut coordinates start at the identity (anchor = the support's pose), those of supports that
@@ -32,8 +49,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+import pinocchio as pin
 
-from rbc.backends.mjcf_export import support_contact_level
+from rbc.backends.mjcf_export import contact_depth, support_contact_level
 from rbc.model.compiled import CompiledModel
 from rbc.model.dynamics import DynamicsData, DynamicsModel
 from rbc.model.impact import impact_map
@@ -79,8 +97,8 @@ class ModalPlant(Backend):
     Args:
         backend: the backend class; plant: the plant's base model (mismatch applied);
         schedule: the modes; q0, v0: (nq,), (nv,) base-model initial state; floor: height
-        [m] of a native-contact backend's ground plane (:func:`floor_level`), None for
-        none, ``"auto"``: the lowest contact of the first mode's supports at q0.
+        [m] of a native-contact backend's ground plane, or of the ground a floor-anchored
+        plant's touchdowns land on (:func:`floor_level`), None for none, ``"auto"``: the lowest contact of the first mode's supports at q0.
     """
 
     name = "modal"
@@ -101,27 +119,58 @@ class ModalPlant(Backend):
         self.switches: list[Switch] = []
         self.work_impacts = 0.0
         self.native = bool(getattr(backend, "native_contact", False))
+        self.on_floor = bool(getattr(backend, "floor_anchors", False))
+        info = plant.modes[self.mode]
+        #: the ground plane's height [m] along −gravity (module docstring; None: no floor)
+        self.floor = (support_contact_level(plant, q0, info.supports) if floor == "auto"
+                      else floor)
         if self.native:
-            info = plant.modes[self.mode]
             self.anchors = dict(zip(info.supports, anchors_array(
                 support_poses(plant, q0, info.supports)), strict=True))
-            level = (support_contact_level(plant, q0, info.supports) if floor == "auto"
-                     else floor)
-            self.inner = backend(plant, self.part, q0, v0, dt, floor=level, **options)
+            self.inner = backend(plant, self.part, q0, v0, dt, floor=self.floor, **options)
         else:
             self.inner = self._segment(self.mode, np.asarray(q0, float),
-                                       np.asarray(v0, float)[: plant.nv_tree], 0.0)
+                                       np.asarray(v0, float)[: plant.nv_tree], 0.0,
+                                       touchdown=False)
         # the record's loops only (support slips are logged apart, per support)
         self.gap_names = tuple(n for n in self.inner.gap_names if SUPPORT_EDGE not in n)
 
     # ------------------------------------------------------------------ segments
-    def _segment(self, mode: str, q_base: np.ndarray, v_tree: np.ndarray, t: float) -> Backend:
+    def _landed(self, name: str, T: pin.SE3) -> np.ndarray:
+        """The anchor (7,) of support ``name`` touching down with its frame at T, on the
+        floor (module docstring, "Touchdown on the floor"): T moved along −gravity until
+        the contact geometry's lowest point is on the plane; a surface also turned by the
+        smallest rotation that makes its normal (the frame's z axis) the floor's, so its
+        yaw about the normal is kept. Horizontal position (and a point's frame rotation)
+        are the measured ones."""
+        if self.floor is None:  # no floor (no mode of the schedule has a support)
+            return anchors_array([T])[0]
+        s = next(x for x in self.plant.record.supports if x.name == name)
+        g = np.asarray(self.plant.record.gravity, float)
+        up = -g / np.linalg.norm(g) if np.any(g) else np.array([0.0, 0.0, 1.0])
+        p = np.array(T.translation)
+        p = p + (self.floor + contact_depth(s) - float(up @ p)) * up
+        R = np.array(T.rotation)
+        if s.kind == "surface":
+            n = R[:, 2]
+            axis = np.cross(n, up)
+            angle = float(np.arctan2(np.linalg.norm(axis), float(n @ up)))
+            if np.linalg.norm(axis) > 1e-15:
+                R = pin.exp3(axis / np.linalg.norm(axis) * angle) @ R
+        return anchors_array([pin.SE3(R, p)])[0]
+
+    def _segment(self, mode: str, q_base: np.ndarray, v_tree: np.ndarray, t: float,
+                 touchdown: bool = True) -> Backend:
         """A fresh inner plant on ``mode`` at the base state (anchors: kept for supports
-        that stay active, measured for new ones), speeds through the impact map."""
+        that stay active, for new ones measured — on the floor for a touchdown of a plant
+        with :attr:`~rbc.sim.backends.Backend.floor_anchors`), speeds through the impact
+        map."""
         p = self.plant
         info = p.modes[mode]
-        now = dict(zip(info.supports, anchors_array(support_poses(p, q_base, info.supports)),
-                       strict=True))
+        poses = support_poses(p, q_base, info.supports)
+        now = dict(zip(info.supports, anchors_array(poses), strict=True))
+        if touchdown and self.on_floor:
+            now = {n: self._landed(n, T) for n, T in zip(info.supports, poses, strict=True)}
         self.anchors = {n: self.anchors.get(n, now[n]) for n in info.supports}
         mm = model_for(p, info, np.array([self.anchors[n] for n in info.supports]))
         dm = DynamicsModel.build(mm)

@@ -105,6 +105,11 @@ class Backend(ABC):
     #: True for plants with native unilateral contact (a floor): one model for a whole
     #: mode schedule; False: the plant is rebuilt on each mode's model.
     native_contact: ClassVar[bool] = False
+    #: True for rebuilt plants whose welds close a gap on their own (a constraint
+    #: corrector): a touchdown's new anchor is put on the floor plane below (or above) the
+    #: foot (:mod:`rbc.sim.switching`, "Touchdown on the floor"); False: at the measured
+    #: support pose (a plant that integrates on the closure manifold cannot start off it).
+    floor_anchors: ClassVar[bool] = False
 
     def base_state(self) -> tuple[np.ndarray, np.ndarray]:
         """``(q, v)`` in the base model's coordinates (rbc order; the tree and the record's

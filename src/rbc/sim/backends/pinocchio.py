@@ -37,6 +37,7 @@ class PinocchioBackend(Backend):
     """Pinocchio plant (module docstring)."""
 
     name = "pinocchio"
+    floor_anchors = True  # the Baumgarte corrector closes a touchdown's gap to the floor
 
     @classmethod
     def check(cls, plant, part) -> None:
