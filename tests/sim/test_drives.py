@@ -22,7 +22,6 @@ from rbc.errors import RecordError
 from rbc.ir.record import Drive
 from rbc.ir.schema import parse_record_text
 from rbc.model.compiled import CompiledModel
-from rbc.sim.backends import BackendError
 from rbc.sim.backends.mujoco import MujocoBackend
 from rbc.sim.backends.pinocchio import PinocchioBackend
 from rbc.sim.backends.reduced import ReducedBackend
@@ -74,11 +73,12 @@ def test_efforts_follow_the_line_and_the_power_quadrants(m, rate, eta):
 
 
 # reduced: dopri5 at rtol 1e-9 on a state of size 3, local errors ~3e-9 accumulated over
-# 100 steps; MuJoCo: the exact update of z for a held command, round-off
-LAG_TOL = {ReducedBackend: 1e-7, MujocoBackend: 1e-12}
+# 100 steps; MuJoCo and Pinocchio: the exact update of z for a held command, round-off
+LAG_TOL = {ReducedBackend: 1e-7, MujocoBackend: 1e-12, PinocchioBackend: 1e-12}
+STEPPED = [ReducedBackend, MujocoBackend, PinocchioBackend]
 
 
-@pytest.mark.parametrize("backend", [ReducedBackend, MujocoBackend])
+@pytest.mark.parametrize("backend", STEPPED)
 def test_lag_follows_the_first_order_response(tmp_path, backend):
     """Settled at c₀, then c₁ held: z(t) = c₁ + (c₀ − c₁) e^{−t/T}."""
     kin = fourbar(tmp_path, "{lag: 0.01}")
@@ -93,7 +93,7 @@ def test_lag_follows_the_first_order_response(tmp_path, backend):
     assert worst <= LAG_TOL[backend]
 
 
-@pytest.mark.parametrize("backend", [ReducedBackend, MujocoBackend])
+@pytest.mark.parametrize("backend", STEPPED)
 def test_efficiency_loss_while_motoring(tmp_path, backend):
     """A crank driven one way from rest only motors: P_loss = (m − f) ℓ̇ = (1/η − 1) f ℓ̇."""
     kin = fourbar(tmp_path, "{efficiency: 0.8, lag: 0.01}")
@@ -103,7 +103,8 @@ def test_efficiency_loss_while_motoring(tmp_path, backend):
         b.advance(np.array([3.0]), 1)
         assert b.measure().port_rates[0] >= 0.0
     assert b.work_actuators > 1.0
-    # reduced: both works integrated with the motion to rtol 1e-9; MuJoCo: per step
+    # reduced: both works integrated with the motion to rtol 1e-9; MuJoCo, Pinocchio: per
+    # step
     assert b.work_drive_losses == pytest.approx((1 / 0.8 - 1) * b.work_actuators, rel=1e-8)
 
 
@@ -124,10 +125,20 @@ def compile_bundle_plain(tmp: Path) -> Path:
     return tmp / "fourbar.h5"
 
 
-def test_pinocchio_refuses_drive_dynamics(tmp_path):
-    kin = fourbar(tmp_path, "{lag: 0.002}")
-    with pytest.raises(BackendError, match="does not integrate drive dynamics"):
-        PinocchioBackend.check(kin, kin.partitions["default"])
+def test_pinocchio_takes_drive_dynamics(tmp_path):
+    """The Pinocchio plant integrates drives (it used to refuse them, so the landing's 2 ms
+    lag ran on MuJoCo only); the drives' state goes on through a mode segment change."""
+    kin = fourbar(tmp_path, "{lag: 0.01}")
+    part = kin.partitions["default"]
+    PinocchioBackend.check(kin, part)
+    a = PinocchioBackend(kin, part, part.q_ref, np.zeros(kin.nv), 1e-3)
+    a.advance(np.array([0.5]), 1)
+    a.advance(np.array([3.0]), 5)
+    b = PinocchioBackend(kin, part, part.q_ref, np.zeros(kin.nv), 1e-3)
+    b.set_drive_state(a.drive_state())
+    b.advance(np.array([3.0]), 5)  # 10 steps of 3.0 after the settled 0.5, in two plants
+    exact = 3.0 + (0.5 - 3.0) * np.exp(-10 * 1e-3 / 0.01)
+    assert float(b.measure().efforts[0]) == pytest.approx(exact, abs=1e-12)
 
 
 @pytest.mark.slow

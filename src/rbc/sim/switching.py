@@ -98,7 +98,8 @@ class ModalPlant(Backend):
         backend: the backend class; plant: the plant's base model (mismatch applied);
         schedule: the modes; q0, v0: (nq,), (nv,) base-model initial state; floor: height
         [m] of a native-contact backend's ground plane, or of the ground a floor-anchored
-        plant's touchdowns land on (:func:`floor_level`), None for none, ``"auto"``: the lowest contact of the first mode's supports at q0.
+        plant's touchdowns land on (:func:`floor_level`), None for none, ``"auto"``: the
+        lowest contact of the first mode's supports at q0.
     """
 
     name = "modal"
@@ -201,7 +202,9 @@ class ModalPlant(Backend):
             k1 = k0
         else:
             self._carry(self.inner)
+            drives = self.inner.drive_state()
             self.inner = self._segment(mode, q, v[: self.plant.nv_tree], t)
+            self.inner.set_drive_state(drives)  # the lag goes on through the switch
             k1 = self.inner.kinetic()
         self.switches.append(Switch(t, self.mode, mode,
                                     tuple(n for n in after.supports if n not in before.supports),

@@ -125,6 +125,17 @@ class Backend(ABC):
         support, world axes, about the support point [N·m; N]."""
         raise NotImplementedError(f"the {self.name} backend does not report support wrenches")
 
+    def drive_state(self):
+        """The state of the drives (record ``drive`` data) to carry into the plant of the
+        next mode segment (:mod:`rbc.sim.switching`), or None: a plant without drive
+        dynamics, or one that does not carry them (the drives then settle anew)."""
+        return None
+
+    def set_drive_state(self, state) -> None:
+        """Continue the drives from another plant's :meth:`drive_state` (default: nothing
+        to continue)."""
+        return None
+
     #: True for plants that take external forces (:meth:`apply_force`, ``--push``)
     pushable: ClassVar[bool] = False
 

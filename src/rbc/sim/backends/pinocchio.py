@@ -8,12 +8,15 @@ gap decays in ≈ 0.2 s without stiffening the 1 ms step; set through each model
 ``m_baumgarte_parameters``, Pinocchio 4.1's name for the ``corrector``), and the state is
 advanced by semi-implicit Euler: ``v ← v + h a``, ``q ← q ⊕ h v`` (``pin.integrate``).
 
-Efforts: the port efforts on their tree coordinates, minus joint damping and actuator
-viscous drag on tree coordinates (springs, Coulomb friction and point-to-point elements are
-not applied by this backend; the shipped records have none). Measured: ports from q, v;
-task positions, loop gaps (world distance between each constraint's two anchors) and
-energies from the tree (:class:`~rbc.sim.backends.tree_probe.TreeProbe`). Records with
-couplings are refused (no coupling constraint in ``constraintDynamics``).
+Efforts: the port efforts on their tree coordinates — with record ``drive`` data the
+drives' actual efforts, advanced per physics step (:class:`rbc.sim.drives.SteppedDrives`,
+as on MuJoCo; no effort clamp: the rbc controller clips commands to the limits) — minus
+joint damping and actuator viscous drag on tree coordinates (springs, Coulomb friction and
+point-to-point elements are not applied by this backend; the shipped records have none).
+Measured: ports from q, v; task positions, loop gaps (world distance between each
+constraint's two anchors) and energies from the tree
+(:class:`~rbc.sim.backends.tree_probe.TreeProbe`). Records with couplings are refused (no
+coupling constraint in ``constraintDynamics``).
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ from rbc.model.interfaces import port_state, ports
 from rbc.model.modes import SUPPORT_EDGE, base_sizes, cut_coordinates
 from rbc.model.partition import lift
 from rbc.model.rolling import refuse_rolling
-from rbc.sim.backends import Backend, BackendError, Measurement, port_work, refuse_drives
+from rbc.sim.backends import Backend, BackendError, Measurement, port_work
 from rbc.sim.backends.tree_probe import TreeProbe, record_tasks
+from rbc.sim.drives import Drives, SteppedDrives
 
 #: Baumgarte gains of the constraint corrector [s⁻², s⁻¹] (module docstring).
 BAUMGARTE_KP, BAUMGARTE_KD = 400.0, 40.0
@@ -44,10 +48,8 @@ class PinocchioBackend(Backend):
         """The cut joints must have Pinocchio constraint models (spherical, fixed, revolute),
         and there must be no coupling: ``constraintDynamics`` has no joint-coupling
         constraint, and a plant without it would move the coupled joints apart; nor rolling
-        constraints (holonomic constraint models only); no drive dynamics
-        (:func:`rbc.sim.backends.refuse_drives`)."""
+        constraints (holonomic constraint models only)."""
         refuse_rolling(plant, "the pinocchio backend", BackendError)
-        refuse_drives(cls.name, plant)
         pinocchio_model(plant, part)
         cut = {plant.edge_names[k] for k in plant.chord_edges}
         driven = [f"{a.name} ({n})" for a in plant.record.actuators for n in a.port_joints
@@ -92,6 +94,8 @@ class PinocchioBackend(Backend):
         self.probe = TreeProbe(t, record_tasks(plant), self.data)
         self.gap_names = tuple(s.name for s in self.pmod.specs)
         self.pushes: dict[int, np.ndarray] = {}
+        drives = Drives.of(plant.record)
+        self.drive = None if drives is None else SteppedDrives(drives, dt)
 
     pushable = True
 
@@ -134,17 +138,39 @@ class PinocchioBackend(Backend):
                                       self.pmod.constraints, self.cdatas, self.prox)
 
     def advance(self, f: np.ndarray, steps: int) -> None:
-        h = self.dt
+        """``steps`` physics steps with the port effort commands f (n_act,) held; with drive
+        data each step applies the drives' actual efforts at its start and advances their
+        states by the exact response to the held command (:class:`~rbc.sim.drives.
+        SteppedDrives`, as the MuJoCo backend)."""
+        h, drive = self.dt, self.drive
+        if drive is not None:
+            drive.hold(f)
         for _ in range(steps):
             ell0, P = self._ports()
-            a = self.evaluate(f)
             rate0 = P @ self.v
+            fa, mm = (f, None) if drive is None else drive.efforts(rate0)
+            a = self.evaluate(fa)
             self.work_passive -= float(self.damping @ (self.v * self.v)) * h
             self.v = self.v + h * a
             self.q = pin.integrate(self.model, self.q, h * self.v)
             ell1, P1 = self._ports()
-            self.work_actuators += port_work(f, ell0, ell1, rate0, P1 @ self.v, h)
+            self.work_actuators += port_work(fa, ell0, ell1, rate0, P1 @ self.v, h)
+            if drive is not None:
+                drive.step(mm, fa, ell1 - ell0)
+        if drive is not None:
+            self.work_drive_losses = drive.work_losses
         self.steps += steps
+
+    def drive_state(self):
+        """The drives' held commands and states (or None): carried into the plant of the
+        next mode segment (:meth:`set_drive_state`)."""
+        d = self.drive
+        return None if d is None or d.z is None else (d.c.copy(), d.z.copy())
+
+    def set_drive_state(self, state) -> None:
+        """Continue the drives from :meth:`drive_state` of the previous segment's plant."""
+        if self.drive is not None and state is not None:
+            self.drive.c, self.drive.z = state[0].copy(), state[1].copy()
 
     def _ports(self) -> tuple[np.ndarray, np.ndarray]:
         """``(ℓ (n_act,), J_ℓ (n_act, nv_pin))`` at the current q, Pinocchio v order."""
@@ -223,8 +249,10 @@ class PinocchioBackend(Backend):
         tasks = self.probe.task_positions(self.q)
         gaps = self.probe.anchor_gaps(self.pmod.specs)
         ell, P = self._ports()
-        return Measurement(ell, P @ self.v, tasks, gaps,
-                           kin, pot, self.q.copy(), self.v.copy())
+        rate = P @ self.v
+        efforts = None if self.drive is None else self.drive.efforts(rate)[0]
+        return Measurement(ell, rate, tasks, gaps,
+                           kin, pot, self.q.copy(), self.v.copy(), efforts)
 
 
 def _inverse_perm(x_pin: np.ndarray, perm: np.ndarray) -> np.ndarray:

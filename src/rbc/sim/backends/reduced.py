@@ -420,6 +420,18 @@ class ReducedBackend(Backend):
     def evaluations(self) -> int:
         return self.stats.evaluations
 
+    def drive_state(self):
+        """The drive states z (n_z,) once settled (carried through a mode switch)."""
+        if self.drives is None or not self._settled:
+            return None
+        return self.y[2 * self.n: 2 * self.n + self.n_z].copy()
+
+    def set_drive_state(self, state) -> None:
+        """Continue from another segment's :meth:`drive_state` (same record, same drives)."""
+        if self.drives is not None and state is not None:
+            self.y[2 * self.n: 2 * self.n + self.n_z] = state
+            self._settled = True
+
     def advance(self, f: np.ndarray, steps: int) -> None:
         f = np.asarray(f, dtype=float)
         if self.drives is not None and not self._settled:
