@@ -24,6 +24,8 @@ def test_holding_the_stance(solo_bundle, solo, tmp_path, capsys):
                          "--duration", "0.04", "--control-dt", "0.002", "--set", "h/waist=0.02",
                          "--out", out_dir, "--json")
     assert code == 0, err
+    for png in ("tracking.png", "efforts.png", "loop_gaps.png", "wrenches.png"):
+        assert (out_dir / png).stat().st_size > 5000, png  # docs/cli.md: all four
     s = json.loads(out)["allocation"]
     assert s["steps"] == 20 and s["slack_max"] <= 1e-9 and s["min_normal"] >= 15.0 - 1e-9
     with h5py.File(out_dir / "log.h5") as f:

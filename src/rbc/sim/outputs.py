@@ -77,8 +77,10 @@ def write_outputs(result: SimResult, out_dir: str | Path) -> list[Path]:
 
 
 def plot(result: SimResult, out: Path) -> list[Path]:
-    """``tracking.png`` (with a reference), ``efforts.png``, ``loop_gaps.png``, ``wrenches.png``
-    (a composed run)."""
+    """``tracking.png`` (with a reference; under the allocation controller its tracking
+    error ‖e‖∞ and ‖s‖∞ in the mode's independent coordinates, which it always has: the
+    held stance without ``--reference``), ``efforts.png``, ``loop_gaps.png``,
+    ``wrenches.png`` (a composed run)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -104,6 +106,8 @@ def plot(result: SimResult, out: Path) -> list[Path]:
         ax[1].legend(fontsize="small", ncol=3, loc="upper right")
         fig.suptitle(title + " — tracking error")
         paths.append(_save(fig, out / "tracking.png"))
+    elif "allocation/tracking_error" in log:
+        paths.append(_allocation_tracking_plot(plt, log, title, out / "tracking.png"))
     paths.append(_effort_plot(plt, t, log["control/effort"], result.attrs["actuators"],
                               s["effort_limits"], title, out / "efforts.png"))
     fig, ax = plt.subplots(figsize=(8, 4))
@@ -119,6 +123,23 @@ def plot(result: SimResult, out: Path) -> list[Path]:
     if "composed_mode" in result.attrs:
         paths.append(_wrench_plot(plt, log, title, out / "wrenches.png"))
     return paths
+
+
+def _allocation_tracking_plot(plt, log: dict[str, np.ndarray], title: str, path: Path
+                              ) -> Path:
+    """The allocation controller's ‖e‖∞ [rad or m], ‖s‖∞ [rad/s or m/s] and slack ‖z‖∞ per
+    control step (:mod:`rbc.sim.allocation_control`), log scale."""
+    fig, ax = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    t = log["allocation/time"]
+    ax[0].semilogy(t, np.maximum(log["allocation/tracking_error"], 1e-17), label="‖e‖∞")
+    ax[0].semilogy(t, np.maximum(log["allocation/sliding"], 1e-17), label="‖s‖∞")
+    ax[0].set_ylabel("tracking error [rad, m; rad/s, m/s]")
+    ax[0].legend(loc="upper right")
+    ax[1].semilogy(t, np.maximum(log["allocation/slack"], 1e-17))
+    ax[1].set_ylabel("allocation slack ‖z‖∞ [N, N·m]")
+    ax[1].set_xlabel("time [s]")
+    fig.suptitle(title + " — tracking error (independent coordinates)")
+    return _save(fig, path)
 
 
 def _wrench_plot(plt, log: dict[str, np.ndarray], title: str, path: Path) -> Path:
