@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 DEMO    := records/stewart.yaml
 
-.PHONY: help install demo test test-fast lint clean repro repro-quick repro-go2
+.PHONY: help install demo test test-fast lint clean repro repro-quick repro-go2 repro-dances
 
 help:  ## list targets
 	@grep -E '^[a-z%-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -34,6 +34,9 @@ repro: $(STAMP)  ## every reproduction target -> artifacts/repro/index.md (docs/
 
 repro-quick: $(STAMP)  ## every target on its small case list (make test runs it too)
 	$(BIN)/rbc repro --quick
+
+repro-dances: $(STAMP)  ## issue 20's dances: 3 formations x 8 policies x 4 plants x 30 s on Dask (days of CPU; --quick: rbc repro dances --quick)
+	$(BIN)/rbc repro dances
 
 repro-kangaroo: $(STAMP)  ## the Kangaroo-like biped's targets (issue 21 item 2; docs/supports.md)
 	$(BIN)/rbc repro kangaroo-ablation kangaroo-landing

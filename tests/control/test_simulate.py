@@ -105,8 +105,11 @@ def test_memory_refusal(solo_bundle, tmp_path, capsys, monkeypatch):
     code, _, err = run(capsys, "simulate", solo_bundle, "--controller", "allocation",
                        "--duration", "0.01")
     assert code == 2 and "RBC_MEMORY_LIMIT" in err
-    # MuJoCo: only the controller's scratch; the reduced plant adds its own (shared)
-    assert run_memory(kin, "mujoco", "allocation")["total"] == pytest.approx(0.5 * need)
+    # one DynamicsData: the controller's, which the reduced plant shares (the test above)
+    tree, dd = run_memory(kin, "pinocchio", "passive")["total"], need
+    assert tree < dd and run_memory(kin, "mujoco", "allocation")["total"] == dd
+    assert run_memory(kin, "reduced", "passive")["total"] == dd
+    assert run_memory(kin, "pinocchio", "allocation")["total"] == pytest.approx(dd + tree)
     assert run_memory(kin, "mujoco", "passive")["total"] == 0.0
 
 

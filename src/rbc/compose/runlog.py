@@ -72,18 +72,21 @@ def pinocchio_data_bytes(nv: int) -> float:
 
 
 def run_memory(kin: CompiledModel, backend: str, controller: str) -> dict[str, float]:
-    """The Pinocchio scratch a composed ``rbc simulate`` run holds, by owner [bytes], and
-    ``total``: one :class:`~rbc.model.dynamics.DynamicsData` (the tree's and the augmented
-    tree's Data, nv_tree and nv speeds of the mode model ``kin``) for the controllers that
-    evaluate the model (``allocation``; ``pd``/``pd+ff`` while their gains are set up), one
-    for the reduced plant (shared by its tree probe and the wrench log), the tree's Data
-    for the Pinocchio plant (shared by its probe); MuJoCo's own data is sparse and not
-    counted."""
+    """The Pinocchio scratch a composed ``rbc simulate`` run holds at its peak, by owner
+    [bytes], and ``total``. One :class:`~rbc.model.dynamics.DynamicsData` (``dd``: the
+    tree's and the augmented tree's Data, nv_tree and nv speeds of the mode model ``kin``)
+    is held by the ``allocation`` controller — and shared by the reduced plant — or built
+    for a while by ``pd``/``pd+ff`` to set their gains (``setup``, freed before the plant
+    is built); the reduced plant otherwise holds its own (shared by its tree probe and the
+    wrench log), the Pinocchio plant its tree's Data (shared by its probe); MuJoCo's own
+    data is sparse and not counted."""
     tree = pinocchio_data_bytes(kin.nv_tree)
     dd = tree + pinocchio_data_bytes(kin.nv)
-    out = {"controller": dd if controller in ("allocation", "pd", "pd+ff") else 0.0,
-           "plant": {"reduced": dd, "pinocchio": tree}.get(backend, 0.0)}
-    out["total"] = sum(out.values())
+    alloc = controller == "allocation"
+    out = {"controller": dd if alloc else 0.0,
+           "plant": {"reduced": 0.0 if alloc else dd, "pinocchio": tree}.get(backend, 0.0),
+           "setup": dd if controller in ("pd", "pd+ff") else 0.0}
+    out["total"] = max(out["controller"] + out["plant"], out["setup"])
     return out
 
 
