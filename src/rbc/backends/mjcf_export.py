@@ -117,6 +117,7 @@ grow with the square of the joint count).
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -434,13 +435,28 @@ def mjcf_body(name: str) -> str:
     return "world.record" if name == "world" else name
 
 
+#: :func:`edge_joint` per model and edge (a pure function of both; the readback of a
+#: MuJoCo plant calls it for every joint of every map, 51 000 times in 40 control steps of
+#: the ring of five — a third of its measurement's time).
+_EDGE_JOINTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def edge_joint(model: CompiledModel, k: int) -> tuple[Joint, pin.SE3]:
     """The joint of edge k as exported, and the frame ``B`` its ball/planar/free maps use:
-    the tree joint and its child frame, or a split cut's own joint on its auxiliary body."""
-    if k in model.chord_edges:
-        return model.edge_joints[k], pin.SE3.Identity()
-    j = tree_joint(model, k)
-    return j, sp.se3_from_pose(j.child_frame)
+    the tree joint and its child frame, or a split cut's own joint on its auxiliary body
+    (cached per model; the SE3 is shared: do not modify it)."""
+    cache = _EDGE_JOINTS.get(model)
+    if cache is None:
+        cache = _EDGE_JOINTS[model] = {}
+    hit = cache.get(k)
+    if hit is None:
+        if k in model.chord_edges:
+            hit = (model.edge_joints[k], pin.SE3.Identity())
+        else:
+            j = tree_joint(model, k)
+            hit = (j, sp.se3_from_pose(j.child_frame))
+        cache[k] = hit
+    return hit
 
 
 class _Names:
