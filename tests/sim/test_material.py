@@ -178,3 +178,56 @@ def test_bucket_boxes_and_contact_switch(excavator):
     inside = bucket.inside(np.array([[0.8, 0.0, 0.3], [1.5, 0.0, 0.0], [0.8, 0.0, 0.7]]))
     assert inside.tolist() == [True, False, False]
     assert 0.8 < bucket.struck_volume < 1.0
+
+
+# ---------------------------------------------------------------------------- the mission
+
+
+def test_mission_waypoints_close_on_the_manifold_and_match_mujoco(excavator):
+    """Two waypoints solved on the closure manifold; the bucket's tip and pitch read back
+    from MuJoCo's export of the closed configuration (an independent forward kinematics)."""
+    from dataclasses import replace
+
+    from rbc.model.kinematics import residual
+    from rbc.model.solve import resolve_targets, solve
+    from rbc.sim.material.mission import CYLINDERS, Waypoint, solve_waypoints
+
+    kin, _, names = excavator
+    part = kin.partitions["default"]
+    wps = (Waypoint(0.0, 0.0, home=True), Waypoint(4.0, 0.0, 7.0, 0.05, -80.0),
+           Waypoint(8.0, 0.0, 5.0, 0.5, -146.0))
+    lengths, res = solve_waypoints(kin, part, wps)
+    assert np.abs(res).max() < 1e-9  # the least squares converges to round-off
+    for w, x in zip(wps[1:], lengths[1:], strict=True):
+        named = {**dict(zip(CYLINDERS, x, strict=True)), "slew": 0.0}
+        q = solve(kin, part, resolve_targets(kin, part, named)).q
+        assert np.abs(residual(kin, q)).max() < 1e-12  # closed (solver tolerance 1e-13)
+        exp = export_mjcf(kin, replace(part, q_ref=q))
+        m = mujoco.MjModel.from_xml_string(exp.to_string())
+        d = mujoco.MjData(m)
+        mujoco.mj_resetDataKeyframe(m, d, 0)
+        mujoco.mj_forward(m, d)
+        b = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, names["bucket"])
+        R = d.xmat[b].reshape(3, 3)
+        tip = d.xpos[b] + R @ [1.5, 0.0, 0.0]
+        phi = np.degrees(np.arctan2(R[2, 0], R[0, 0]))
+        # MuJoCo's float64 forward kinematics of the same configuration: round-off
+        assert np.allclose([tip[0], tip[2], phi], [w.r, w.z, w.phi], atol=1e-9)
+
+
+def test_mission_knots_stay_between_waypoints_and_rest_at_them():
+    from rbc.sim.material.mission import Waypoint, knots
+
+    wps = (Waypoint(0.0, 0.0), Waypoint(2.0, 1.0), Waypoint(3.0, 1.0), Waypoint(5.0, -0.5))
+    lengths = np.array([[2.5, 3.5, 2.7], [2.3, 3.3, 2.9], [2.3, 3.3, 2.9], [2.6, 3.0, 2.1]])
+    t, x = knots(wps, lengths, spacing=0.25)
+    assert t[0] == 0.0 and t[-1] == 5.0 and np.all(np.diff(t) > 0)
+    ends = np.column_stack([[w.slew for w in wps], lengths])
+    for i in range(len(wps) - 1):
+        seg = (t >= wps[i].t) & (t <= wps[i + 1].t)
+        lo, hi = np.minimum(ends[i], ends[i + 1]), np.maximum(ends[i], ends[i + 1])
+        assert np.all((x[seg] >= lo - 1e-15) & (x[seg] <= hi + 1e-15))
+        assert np.allclose(x[t == wps[i + 1].t], ends[i + 1])
+    # smoothstep: the first knot after a waypoint moves 3s² − 2s³ of the way (s = 1/8)
+    s = 0.25 / 2.0
+    assert x[1, 0] == pytest.approx(3 * s ** 2 - 2 * s ** 3)

@@ -28,6 +28,7 @@ TARGETS: dict[str, str] = {
     "dances": "rbc.repro.dances",
     "go2-course": "rbc.repro.go2_course",
     "kangaroo-landing": "rbc.repro.kangaroo_landing",
+    "excavation": "rbc.repro.excavation",
 }
 
 

@@ -112,9 +112,20 @@ class MaterialBackend(MujocoBackend):
         self.recorder.total_mass = float(m.body_mass[self.particles].sum()) if n else 0.0
 
     def measure(self):
+        """The MuJoCo backend's measurement with the robot's q, v (module docstring);
+        samples the tracks when due. Its ``mj_forward`` runs with contacts disabled: no
+        measured quantity depends on them, and collision detection among the particles
+        would otherwise double the cost of every control step (``mj_step`` recomputes
+        everything, contacts included, from the state)."""
         from dataclasses import replace
 
-        meas = super().measure()
+        opt = self.m.opt
+        flags = opt.disableflags
+        opt.disableflags = flags | mujoco.mjtDisableBit.mjDSBL_CONTACT
+        try:
+            meas = super().measure()
+        finally:
+            opt.disableflags = flags
         d, rec = self.d, self.recorder
         if rec.due(float(d.time)):
             pos = d.xpos[self.particles]

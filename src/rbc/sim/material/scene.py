@@ -101,10 +101,10 @@ class Bed:
 
     x: tuple[float, float] = (5.0, 6.8)
     y: tuple[float, float] = (-0.5, 0.5)
-    layers: int = 3
-    size: float = 0.1
-    gap: float = 0.01
-    jitter: float = 0.003
+    layers: int = 2
+    size: float = 0.15
+    gap: float = 0.015
+    jitter: float = 0.004
     density: float = 1600.0
     #: exposed face: only cubes whose centre lies beyond this x [m] (None: the whole bed)
     face_x: float | None = None
