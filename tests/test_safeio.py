@@ -15,6 +15,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -326,3 +327,51 @@ def test_check_number_and_named_values() -> None:
 def test_errors_are_rbc_errors() -> None:
     assert issubclass(InputError, RbcError)
     assert json.loads(json.dumps({"ok": True}))  # the module's own json use is stdlib
+
+
+TRICKY_SCALARS = ["0", "-0", "+7", "012", "0o17", "0x1F", "0b101", "1_000", "190:20:30",
+                  "1.5", "-1.5", "+.5", "1.", "1e5", "1.0e+5", "1.0E-5", "-0.0", "1_0.5",
+                  ".inf", "-.Inf", ".NaN", "yes", "No", "on", "OFF", "true", "~", "null", "",
+                  "2001-12-14", "2001-12-14t21:59:43.10-05:00", "'012'", '"1.5"', "!!float 1",
+                  "!!float '1e5'", "!!int '7'", "!!str 1.5", "!!binary aGk=", "=", "a b"]
+
+
+@pytest.mark.parametrize("scalar", TRICKY_SCALARS)
+def test_plain_construction_equals_safe_load(scalar: str) -> None:
+    """The fast constructor (plain str/int/float/bool/null, maps, lists) gives what
+    yaml.safe_load gives, and leaves every other form to PyYAML's constructor: as a value,
+    a list item and a key; with a merge key and an alias in the same document."""
+    import math
+
+    def same(a, b) -> bool:
+        if isinstance(a, float) and isinstance(b, float) and math.isnan(a):
+            return math.isnan(b)
+        if isinstance(a, dict) and isinstance(b, dict):
+            return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+        if isinstance(a, list) and isinstance(b, list):
+            return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+        return type(a) is type(b) and (a == b or repr(a) == repr(b))
+
+    docs = [f"v: {scalar}\n", f"- {scalar}\n- x\n", f"{{{scalar}: 1}}\n" if scalar else "a: 1\n",
+            f"a: &k {{x: {scalar}}}\nb: *k\n", f"base: &b {{x: {scalar}}}\nc:\n  <<: *b\n  y: 2\n"]
+    for text in docs:
+        try:
+            ref = yaml.safe_load(text)
+        except yaml.YAMLError:
+            with pytest.raises(InputError):
+                safeio.load_yaml(text, "t.yaml")
+            continue
+        assert same(safeio.load_yaml(text, "t.yaml"), ref), text
+
+
+def test_plain_construction_equals_safe_load_on_the_records() -> None:
+    from tests.conftest import RECORDS
+
+    for path in sorted(RECORDS.rglob("*.yaml")):
+        text = path.read_text()
+        assert safeio.load_yaml(text, path) == yaml.safe_load(text), path
+        loader = safeio._Loader(text)  # and the records take the fast path (no fallback)
+        try:
+            assert safeio._construct(loader, loader.get_single_node()) == yaml.safe_load(text)
+        finally:
+            loader.dispose()

@@ -245,11 +245,17 @@ def partition_at(
         pref: Collection[int] = forced
     else:
         pref = preferred_independent(model) if preferred is None else set(preferred)
+    # the analysis of a block is a function of its bits alone: modules with the same scaled
+    # block (a chain's identical loops, expressed in their own frames) are analysed once
+    memo: dict[tuple, object] = {}
     analysed = []
     for blk in model.blocks:
         _, C, _ = local_jacobian(model, q, blk.chords, blk.couplings, blk.cols)
         Cs = sc.rows[blk.rows][:, None] * C * sc.cols[blk.cols][None, :]
-        sel, r = select_rows(Cs)
+        key = ("rows", Cs.shape, Cs.tobytes())
+        if key not in memo:
+            memo[key] = select_rows(Cs)
+        sel, r = memo[key]
         analysed.append((blk, Cs, sel, r))
     rank = sum(r for *_, r in analysed)
     if forced is not None and len(forced) != model.nv - rank:
@@ -263,9 +269,12 @@ def partition_at(
     for blk, Cs, sel, r in analysed:
         rows += blk.rows[sel].tolist()
         if forced is None:
-            local = select_dependent(Cs[sel], r, {n for n, j in enumerate(blk.cols) if j in pref},
-                                     {n for n, j in enumerate(blk.cols) if j in last},
-                                     {n for n, j in enumerate(blk.cols) if j in dep})
+            sets = tuple(frozenset(n for n, j in enumerate(blk.cols) if j in group)
+                         for group in (pref, last, dep))
+            key = ("dependent", Cs.shape, Cs.tobytes(), sel.tobytes(), r, sets)
+            if key not in memo:
+                memo[key] = select_dependent(Cs[sel], r, *sets)
+            local = memo[key]
         else:
             local = np.array([n for n, j in enumerate(blk.cols) if j not in forced], dtype=int)
             block = Cs[sel][:, local]

@@ -313,6 +313,11 @@ def solve(model: CompiledModel, part: Partition, targets: Mapping[int, float],
     u1 = np.array([targets[int(j)] for j in idx])
     sc = scales(model, part.length_scale).cols
     span = float(np.max(np.abs(u1 - u0) / sc[idx], initial=0.0))
+    if span == 0.0:  # nothing to continue: the start itself, if it is admissible
+        done = _closed_start(model, q, dict(zip(idx.tolist(), u1, strict=True)), tol, st)
+        if done is not None:
+            return SolveResult(q=done[0], residual=done[1], iterations=st.iterations,
+                               steps=0, stats=st, partition=part.name)
     plan = module_plan(model, part)
     signs = [branch_signs(model, q, blk, cols, sel) for blk, cols, _, sel in plan]
     cap = min(1.0, MAX_STEP / span) if span > 0 else 1.0
@@ -486,6 +491,25 @@ def advance(model: CompiledModel, part: Partition, q: np.ndarray, idx: np.ndarra
     return qt, None
 
 
+def _closed_start(model: CompiledModel, q: np.ndarray, values: Mapping[int, float], tol: float,
+                  st: SolveStats) -> tuple[np.ndarray, float] | None:
+    """``(q', ‖ρ(q')‖∞)`` when the independent coordinates are already at their targets:
+    q' is what the continuation's one full step returns there (a zero predictor, the
+    values set, no corrector moves, the branch signs trivially unchanged), accepted when it
+    closes to ``tol`` inside the limits and the log domain — the checks of that step, without
+    the per-module Jacobians, factorizations and branch signs (on the 10 000-loop chain most
+    of the acquisition's time). None: take the continuation (which reports why)."""
+    qt = set_values(model, model.integrate(q, np.zeros(model.nv)), values)
+    if within_limits(model, qt):
+        return None
+    rho = residual(model, qt)
+    st.residual_evals += 1
+    res = float(np.abs(rho).max(initial=0.0))
+    if res > tol or not log_domain_ok(rho, model.n_chords):
+        return None
+    return qt, res
+
+
 def _inadmissible(model: CompiledModel, q: np.ndarray, plan: list[tuple],
                   signs: list[float]) -> str | None:
     """Why a converged step is rejected (limits, log domain, branch), or None if accepted."""
@@ -613,6 +637,20 @@ def acquire(
     length: float | None = None,
     tol: float = CLOSURE_TOL,
 ) -> tuple[np.ndarray, SolveStats]:
+    """:func:`acquire_partitioned` without the partition."""
+    q, st, _ = acquire_partitioned(model, q0, independent_joints=independent_joints,
+                                   length=length, tol=tol)
+    return q, st
+
+
+def acquire_partitioned(
+    model: CompiledModel,
+    q0: np.ndarray | None = None,
+    *,
+    independent_joints: Collection[str] | None = None,
+    length: float | None = None,
+    tol: float = CLOSURE_TOL,
+) -> tuple[np.ndarray, SolveStats, Partition | None]:
     """First feasible configuration: the assembly nearest the guess, then the independent
     coordinates continued to their guessed values (DESIGN.md §5, issue #12 item 1).
 
@@ -631,7 +669,9 @@ def acquire(
         length: length scale [m] of the metric and the rank analysis.
 
     Returns:
-        ``(q, stats)`` with ``‖ρ(q)‖∞ ≤ tol`` inside the limits.
+        ``(q, stats, partition)`` with ``‖ρ(q)‖∞ ≤ tol`` inside the limits; partition: the
+        rank analysis of step 2 (None without closure rows) — at q itself when its
+        ``q_ref`` equals q (the guess closed: nothing moved).
 
     Raises:
         ClosureError: the projection or the continuation stalls, or the result breaks
@@ -640,7 +680,7 @@ def acquire(
     q = model.initial_configuration() if q0 is None else np.array(q0, dtype=float)
     st = SolveStats()
     if model.n_rows == 0:
-        return q, st
+        return q, st, None
     qp = project(model, q, tol=tol, length=length, stats=st)
     part = partition_at(model, qp, independent_joints=independent_joints, length=length)
     targets = {int(j): coordinate_value(model, q, int(j)) for j in part.independent
@@ -655,7 +695,7 @@ def acquire(
     for name in ("iterations", "residual_evals", "jacobian_evals", "continuation_steps"):
         setattr(st, name, getattr(st, name) + getattr(r.stats, name))
     st.largest_step = max(st.largest_step, r.stats.largest_step)
-    return r.q, st
+    return r.q, st, part
 
 
 def configuration_by_joint(model: CompiledModel, q: np.ndarray) -> dict[str, float | list]:
@@ -685,6 +725,7 @@ def scalar_q_index(model: CompiledModel, j: int) -> int | None:
 
 
 __all__ = ["JUMP_RATIO", "MAX_CORRECTOR", "MAX_STEP", "SolveError", "SolveResult", "acquire",
+           "acquire_partitioned",
            "configuration_by_joint", "coordinate_value", "get_partition",
            "guess_configuration", "independent_values", "parse_assignment", "parse_guess",
            "prescribable", "rate_is_speed", "resolve_targets", "scalar_q_index", "set_values",

@@ -27,7 +27,7 @@ from rbc.model.kinematics import residual
 from rbc.model.modes import enumerate_modes, model_for
 from rbc.model.partition import partition_at
 from rbc.model.rolling import rolling_partition
-from rbc.model.solve import acquire
+from rbc.model.solve import acquire_partitioned
 from rbc.passes.base import check
 
 
@@ -90,8 +90,10 @@ class RankAnalysis:
     def run(self, mods: Modules) -> Partitioned:
         model = CompiledModel.from_ir(mods)
         self._check_requests(model)
-        q, _ = acquire(model, length=self.length_scale)
-        parts = [partition_at(model, q, name="default", length=self.length_scale)]
+        q, _, at = acquire_partitioned(model, length=self.length_scale)
+        # the acquisition's own rank analysis when it was made at q (the guess closed)
+        parts = [at if at is not None and np.array_equal(at.q_ref, q) else
+                 partition_at(model, q, name="default", length=self.length_scale)]
         for name, joints in self.requests:
             parts.append(partition_at(model, q, name=name, independent_joints=joints,
                                       length=self.length_scale))
