@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 DEMO    := records/stewart.yaml
 
-.PHONY: help install demo test test-fast lint clean repro repro-quick repro-go2 repro-dances
+.PHONY: help install demo test test-fast lint clean repro repro-quick repro-go2 repro-excavation repro-dances
 
 help:  ## list targets
 	@grep -E '^[a-z%-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -40,6 +40,9 @@ repro-dances: $(STAMP)  ## issue 20's dances: 3 formations x 8 policies x 4 plan
 
 repro-kangaroo: $(STAMP)  ## the Kangaroo-like biped's targets (issue 21 item 2; docs/supports.md)
 	$(BIN)/rbc repro kangaroo-ablation kangaroo-landing
+
+repro-excavation: $(STAMP)  ## the excavator moving material in MuJoCo (issue 21 item 3; docs/excavation.md)
+	$(BIN)/rbc repro excavation
 
 repro-%: $(STAMP)  ## one target, e.g. make repro-table5-solvers (rbc repro --list)
 	$(BIN)/rbc repro $*
