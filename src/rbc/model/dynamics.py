@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pinocchio as pin
-from scipy.linalg import lapack
 
 from rbc.errors import RbcError
 from rbc.ir.record import JointEffort, SpringForce
@@ -351,6 +350,10 @@ def forward_dynamics(dm: DynamicsModel, terms: ReducedTerms, coulomb: bool = Tru
     rhs = terms.tau - terms.h + (terms.tau_coulomb if coulomb else 0.0)
     if rhs.size == 0:
         return rhs
+    # imported here: rbc compile imports this module (through rbc.api) and never solves;
+    # scipy.linalg at module level was ~0.3 s of its 1 s start-up (a sys.modules hit later)
+    from scipy.linalg import lapack
+
     factor, info = lapack.dpotrf(terms.M, lower=1)
     if info != 0:
         raise SingularInertiaError(_not_pd_message(dm, terms))
