@@ -372,8 +372,11 @@ def run(ctx) -> Outcome:
                "sets (four three-foot stances lifting the swing foot 3 cm, the four-foot "
                "stance lowering the trunk 2 cm), so 60 plans × 5 configurations = 300 checks "
                "against the paper's 144 plans and 720 checks: the two-foot sets and free "
-               "flight leave a base direction no actuator drives, which rbc's planner does "
-               "not plan."),
+               "flight leave a base direction no actuator drives, so their partitions keep "
+               "a floating-base speed independent, and rbc's planner integrates scalar "
+               "independent coordinates only (it refuses them: 'no scalar value whose rate "
+               "is the speed'); planning them needs the planner to step the free joint on "
+               "its manifold."),
         tables=[Table("Stewart: worst per variant over the six tree choices and witnesses",
                       ("variant", "models", "max ΔM_r / M_r", "max ΔJ_x / J_x",
                        "closure gap [m]", "C vs centred differences",
