@@ -57,3 +57,28 @@ def test_quick_case_list_passes_and_reports(tmp_path):
     assert "Stored references" in report and "Where the time goes" in report
     for p in ("trajectories.png", "rms.png", "slack.png"):
         assert (tmp_path / "dances" / p).stat().st_size > 5000
+
+
+def test_a_fall_or_a_solver_failure_ends_a_run_with_its_cause(monkeypatch):
+    """A run stops with a reported cause, not an exception: a pelvis below its reference
+    by more than FALL (here FALL < 0: at once), a policy raising (a failed allocation), a
+    run that would not fit in memory."""
+    from rbc.control import policies
+    from rbc.control.allocation import AllocationError
+
+    case = ("pair", "proposed", *dances.WINDOW[True], False, "reduced")
+    monkeypatch.setattr(dances, "FALL", -1.0)
+    r = dances.run_policy(case)
+    assert not r["completed"] and r["cause"].startswith("fall at t = 21.300 s")
+    monkeypatch.setattr(dances, "FALL", 0.2)
+
+    def broken(ctx, ref, q, v):
+        raise AllocationError("no efforts keep the wrenches in their cones", 2)
+
+    monkeypatch.setitem(policies.POLICIES, "proposed", broken)
+    r = dances.run_policy(case)
+    assert not r["completed"] and r["cause"].startswith("AllocationError at t = 21.300 s")
+    assert r["steps"] == 0
+    monkeypatch.setenv("RBC_MEMORY_LIMIT", "1e-6")
+    r = dances.run_policy(case)
+    assert not r["completed"] and r["cause"].startswith("refused: pair: mode 'stand'")
