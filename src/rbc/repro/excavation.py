@@ -130,6 +130,9 @@ def run(ctx) -> Outcome:
         checks.append(make_check(f"excavation.{c}.bed_mass", abs(
             r["bed_mass_mujoco"] - r["bed_mass"]) / max(r["bed_mass"], 1.0), 1e-12, "1",
             "bed mass in MuJoCo vs N ρ s³"))
+    checks.append(make_check("excavation.no_clipping", float(sum(
+        r["clipped_steps"] for r in by.values())), 0.0, "steps",
+        "control steps with an effort clipped at the record's limits"))
     checks.append(make_check("excavation.runs", len(by), len(CASES), "runs",
                              "runs completed", lower_bound=True))
     clipped = sum(r["clipped_steps"] for r in by.values())
