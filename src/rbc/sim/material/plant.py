@@ -9,7 +9,9 @@ unchanged: :func:`material_backend` makes the class for one scene and one
 part of MuJoCo's state (the log stays the robot's; the particles are in the recorder). The
 kinetic and potential energies are the whole scene's (the particles included), so the
 energy ledger's residual also holds the work of the contacts between bucket and material
-and the bed's own losses.
+and the bed's own losses. The MuJoCo backend's state readback (``tree_state``,
+``base_state``: support modes, floating bases) reads the whole qpos and is not meant for a
+scene with extra bodies; the excavator is fixed-base and never calls it.
 
 **Tracks.** After the measurement of every control step at or past the next sample time
 (every ``every`` seconds, from t = 0), the recorder stores each particle's centre (world,
@@ -77,8 +79,8 @@ class TrackRecorder:
 
 
 def default_rule(scene: Scene) -> DeliveryRule:
-    """The metric's thresholds for a scene: carried once more than one particle edge above
-    the bed's top; at rest below 5 cm/s for 0.2 s (docs/excavation.md)."""
+    """The metric's thresholds for a scene: carried once more than one particle edge (at
+    least 5 cm) above the bed's top; at rest below 5 cm/s for 0.2 s (docs/excavation.md)."""
     return DeliveryRule(bed_top=scene.bed_top, clearance=max(scene.size, 0.05))
 
 
