@@ -154,3 +154,30 @@ def test_outputs_have_normal_permissions(tmp_path, capsys):
         os.umask(old)
     assert out.stat().st_mode & 0o777 == 0o644
     assert (tmp_path / "f.xml").stat().st_mode & 0o777 == 0o644
+
+
+@pytest.mark.parametrize("name", ["a/b", ".", ".."])
+def test_partition_name_that_cannot_name_a_group_keeps_the_old_bundle(tmp_path, capsys, name):
+    """'a/b' wrote a nested group and '.' the root's own datasets: a bundle that does not read
+    back, written over a good one. Refused before any work, the old bundle untouched."""
+    out = tmp_path / "keep.h5"
+    assert run(capsys, "compile", str(RECORDS / "fourbar.yaml"), "-o", str(out))[0] == 0
+    before = out.read_bytes()
+    code, _, err = run(capsys, "compile", str(RECORDS / "fourbar.yaml"), "-o", str(out),
+                       "--partition", f"{name}=D")
+    assert code == 2 and f"--partition '{name}=D'" in err and "plain name" in err
+    assert out.read_bytes() == before and sorted(tmp_path.iterdir()) == [out]
+
+
+def test_bundle_writer_refuses_a_dot_component(tmp_path):
+    """The writer's own guard (rbc.ir.bundle.write_bundle), whatever slipped past the
+    option checks: a '.' or empty path component writes nothing."""
+    from rbc.errors import BundleError
+    from rbc.ir.bundle import BundleData, write_bundle
+
+    for path in ("/partitions/./independent", "/modes//q", "meta/x"):
+        data = BundleData()
+        data.datasets[path] = [1, 2]
+        with pytest.raises(BundleError, match="nothing was written"):
+            write_bundle(tmp_path / "x.h5", data)
+        assert not list(tmp_path.iterdir())

@@ -196,7 +196,7 @@ def test_requests_and_names(tmp_path: Path) -> None:
     bad = {(("s", ("pda",)),): "unknown support 'pda' (did you mean 'pad'?)",
            (("s", ("pad", "pad")),): "support(s) pad listed twice",
            (("free", ("pad",)),): "reserved",
-           (("a/b", ("pad",)),): "contain no '/'",
+           (("a/b", ("pad",)),): "contains '/'",
            (("s", ("pad",)), ("s", ("tip",))): "the name is used twice"}
     for requests, message in bad.items():
         with pytest.raises(UsageError) as info:

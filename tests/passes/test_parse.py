@@ -728,6 +728,12 @@ BAD: list[tuple[str, str, str]] = [
         doc(extra="supports: [{name: s, body: foot}]\n"),
         "supports[0].body: unknown body 'foot'",
     ),
+    *(
+        (f"support_name_{tag}", doc(extra=f"supports: [{{name: '{name}', body: link}}]\n"),
+         f"supports[0].name: support name '{name}' {why}")
+        for tag, name, why in (("slash", "F/L", "contains '/'"), ("dot", ".", "is '.'"),
+                               ("dotdot", "..", "is '..'"), ("plus", "a+b", "contains '+'"))
+    ),
     (
         "support_kind",
         doc(extra="supports: [{name: s, body: link, kind: line}]\n"),

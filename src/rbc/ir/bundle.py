@@ -183,6 +183,33 @@ def content_digest(data: BundleData) -> str:
 # ------------------------------------------------------------------ writing
 
 
+def group_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be one component of a bundle path (a partition's or a mode's
+    group), or None: HDF5 splits paths at ``/`` and resolves ``.`` (so ``a/b`` would write
+    a nested group and ``.`` the parent's own datasets — a bundle that does not read back)."""
+    if not name:
+        return "is empty"
+    if "/" in name:
+        return "contains '/'"
+    if name in (".", ".."):
+        return f"is '{name}'"
+    return None
+
+
+def _check_paths(target: Path, data: BundleData) -> None:
+    """Every dataset and attribute path is absolute, with plain components
+    (:func:`group_name_problem`) — checked before anything is written, so a name that
+    slipped past the option checks can never replace a good bundle with a broken one."""
+    for path in (*data.datasets, *(g for g in data.attrs if g != "/")):
+        parts = path.split("/")
+        problem = "is not absolute" if parts[0] else next(
+            (f"has a component that {p}" for p in map(group_name_problem, parts[1:]) if p), None)
+        if problem:
+            raise BundleError(f"{target}: bundle path {path!r} {problem}; nothing was written "
+                              "(a partition, mode or support name must not be empty, contain "
+                              "'/' or be '.' or '..')")
+
+
 def write_bundle(path: str | Path, data: BundleData) -> Path:
     """Write ``data`` to ``path`` atomically, stamped with its content digest; returns the path.
 
@@ -196,6 +223,7 @@ def write_bundle(path: str | Path, data: BundleData) -> Path:
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
         raise BundleError(f"{target}: output directory {directory} does not exist")
+    _check_paths(target, data)
     data.attr("/meta", **{DIGEST_ATTR: content_digest(data)})
 
     def fill(tmp: Path) -> None:

@@ -45,6 +45,7 @@ import pinocchio as pin
 
 from rbc.errors import CompileError, UsageError, did_you_mean
 from rbc.ir import spatial as sp
+from rbc.ir.bundle import group_name_problem
 from rbc.ir.record import Joint, Pose, Support
 from rbc.ir.unionfind import UnionFind
 from rbc.model.compiled import CompiledModel, ModeInfo, ModuleInfo, Partition
@@ -321,9 +322,10 @@ def enumerate_modes(model: CompiledModel, length: float | None = None,
 
 
 def _check_name(name: str, what: str) -> None:
-    if not name or "/" in name:
-        raise UsageError(f"{what}: mode name '{name}' must be non-empty and contain no '/' "
-                         "(it names a bundle group)")
+    problem = group_name_problem(name)
+    if problem:
+        raise UsageError(f"{what}: mode name '{name}' {problem}; expected a plain name (it "
+                         "names a bundle group: non-empty, no '/', not '.' or '..')")
 
 
 def parse_mode_request(text: str) -> tuple[str, tuple[str, ...]]:

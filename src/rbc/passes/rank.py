@@ -20,6 +20,7 @@ from typing import ClassVar
 import numpy as np
 
 from rbc.errors import UsageError, did_you_mean
+from rbc.ir.bundle import group_name_problem
 from rbc.ir.modules import Modules
 from rbc.model.closure import CLOSURE_TOL
 from rbc.model.compiled import CompiledModel, ModeInfo, Partition
@@ -62,12 +63,17 @@ def parse_partition_request(text: str) -> tuple[str, tuple[str, ...]]:
     """``"NAME=j1,j2"`` → ``("NAME", ("j1", "j2"))``.
 
     Raises:
-        UsageError: not of the form NAME=joint[,joint…].
+        UsageError: not of the form NAME=joint[,joint…], or a NAME that cannot name a
+            bundle group (:func:`rbc.ir.bundle.group_name_problem`).
     """
     name, sep, joints = text.partition("=")
     names = tuple(j.strip() for j in joints.split(",") if j.strip())
     if not sep or not name.strip() or not names:
         raise UsageError(f"--partition '{text}': expected NAME=joint1,joint2,…")
+    problem = group_name_problem(name.strip())
+    if problem:
+        raise UsageError(f"--partition '{text}': the name {problem}; expected a plain name "
+                         "(it names a bundle group: no '/', not '.' or '..')")
     return name.strip(), names
 
 
