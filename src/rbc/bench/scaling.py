@@ -12,7 +12,7 @@ Jacobian, the module-blocked ``R_p`` factors and the lift E — by node, nothing
 formed, where the chain splits into nodes: always here), ``curvature`` (geometry plus the
 body velocities, the velocity product and ``Ė u``) and ``forward`` (what
 ``KernelModel.forward_dynamics`` runs: curvature plus, where the layout chooses it — from
-about 20 loops on —, the recursion over the lift's nodes, :mod:`rbc.kernels.articulated`;
+about 25 loops on —, the recursion over the lift's nodes, :mod:`rbc.kernels.articulated`;
 else the tree terms — RNEA, CRBA —, the reduced ``M_r = E_Tᵀ M_T E_T``, the right-hand side
 and the Cholesky solve). ``recursion`` in each row says which. Calls are timed one by one,
 the three alternating, each state's fastest of :data:`rbc.bench.dynamics.ROUNDS` counting

@@ -120,8 +120,9 @@ def articulated(I, IO, F, FO, En, G, Iw, f0, tau, edu, udot):
     Args:
         En: the node blocks of E (:func:`node_lift`); G: (6 nv,) world columns; Iw:
             (n_bodies, 6, 6) world inertias; f0: (n_bodies + 1, 6) the bodies' RNEA wrenches
-            at ``v̇ = Ė u`` (:func:`rbc.kernels.dynamics.body_forces`); tau: (nv,) the loads
-            of :func:`rbc.kernels.dynamics.loads`; edu: (nv,) ``Ė u``.
+            at ``v̇ = Ė u`` (:func:`rbc.kernels.dynamics.body_forces`) — both overwritten by
+            the articulated inertias and biases (no copies: at 1000 loops Iw is 0.9 MB);
+            tau: (nv,) the loads of :func:`rbc.kernels.dynamics.loads`; edu: (nv,) ``Ė u``.
 
     Returns:
         False if a node's D_n is not positive definite (then M_r is not either).
@@ -137,9 +138,7 @@ def articulated(I, IO, F, FO, En, G, Iw, f0, tau, edu, udot):
     v_row = iseg(I, IO, I_V_NDROW)
     arm = fseg(F, FO, F_ARMATURE)
     nu = sizes[S_NU]
-    Pb = np.zeros((nb + 1, 6, 6))
-    Pb[:nb] = Iw
-    pb = f0.copy()
+    Pb, pb = Iw, f0  # the articulated inertias and biases, accumulated in place
     H = np.empty(h_ptr[nnode])
     Dn = np.empty(d_ptr[nnode])
     Un = np.empty(6 * nu)
