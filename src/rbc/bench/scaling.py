@@ -15,8 +15,8 @@ body velocities, the velocity product and ``Ė u``) and ``forward`` (what
 about 25 loops on —, the recursion over the lift's nodes, :mod:`rbc.kernels.articulated`;
 else the tree terms — RNEA, CRBA —, the reduced ``M_r = E_Tᵀ M_T E_T``, the right-hand side
 and the Cholesky solve). ``recursion`` in each row says which. Calls are timed one by one,
-the three alternating, each state's fastest of :data:`rbc.bench.dynamics.ROUNDS` counting
-(as ``rbc bench dynamics``). The peer is the smallest N in the same process: the ratio is
+the three alternating, each state's fastest of :data:`ROUNDS` counting (as ``rbc bench
+dynamics``, with more rounds). The peer is the smallest N in the same process: the ratio is
 (time per loop at N) / (time per loop at the smallest N); a cost linear in the loops keeps it
 near 1.
 """
@@ -36,6 +36,13 @@ from rbc.verify.checks import DEFAULT_SEED
 
 #: The three nested parts of one evaluation (module docstring), in call order.
 PARTS = ("geometry", "curvature", "forward")
+
+#: Rounds per state (each state's fastest counts). More than ``rbc bench dynamics``'s
+#: :data:`~rbc.bench.dynamics.ROUNDS`: a call of milliseconds (1000 loops) outlasts a
+#: time slice of a niced process on a loaded machine — at load 12 under ``nice 10`` two
+#: thirds of the 2.5 ms forward calls were preempted (an involuntary context switch each,
+#: 4–15 ms instead of 2.5), so the fastest of 5 was often a preempted one.
+ROUNDS = 20
 
 
 def bench_scaling(loops: Sequence[int], n_states: int = 5, seed: int = DEFAULT_SEED,
@@ -101,4 +108,5 @@ def _part_times(km, states: list[State]) -> dict[str, float]:
     def forward(s: State) -> np.ndarray:
         return km.forward_dynamics(s.q, s.u, s.f)
 
-    return per_call(dict(zip(PARTS, (geometry, curvature, forward), strict=True)), states)
+    return per_call(dict(zip(PARTS, (geometry, curvature, forward), strict=True)), states,
+                    ROUNDS)
