@@ -8,7 +8,7 @@ DEMO    := records/stewart.yaml
 .PHONY: help install demo test test-fast lint clean repro repro-quick repro-go2 repro-excavation repro-dances
 
 help:  ## list targets
-	@grep -E '^[a-z%-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9%-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-22s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)

@@ -8,6 +8,10 @@ from pathlib import Path
 
 import pytest
 
+# MuJoCo's warnings as Python warnings, never a MUJOCO_LOG.TXT in the working directory (the
+# tests that step MuJoCo directly, not through rbc)
+import rbc.backends.mujoco_log  # noqa: F401
+
 REPO = Path(__file__).resolve().parents[1]
 RECORDS = REPO / "records"
 EXTERNAL = RECORDS / "external"  # vendored robot models (each folder: LICENSE, SOURCE.md)

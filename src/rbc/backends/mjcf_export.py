@@ -1162,7 +1162,7 @@ def _motors(w: _Writer, root: etree._Element) -> None:
 
 def check_loads(xml: str, source: str) -> None:
     """Raise :class:`CompileError` with MuJoCo's message if MuJoCo cannot load ``xml``."""
-    import mujoco
+    from rbc.backends.mujoco_log import mujoco
 
     try:
         mujoco.MjModel.from_xml_string(xml)

@@ -335,7 +335,7 @@ def _inertia_entry(ctx: _Ctx, body: _Body, entry: dict, mj) -> None:
             ctx.warnings.append(f"body '{body.name}': no <inertial> and MuJoCo could not load "
                                 "the model to infer it from the geoms; imported massless")
         return
-    import mujoco
+    from rbc.backends.mujoco_log import mujoco
 
     bid = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_BODY, body.name)
     R = spatial.rotation_from_quat(mj.body_iquat[bid])
@@ -552,8 +552,9 @@ def load_mujoco(path: str | Path, root=None):
         ``(model, stripped)``: the ``mujoco.MjModel`` (or None if MuJoCo refuses the copy)
         and whether file-backed elements had to be removed.
     """
-    import mujoco
     from lxml import etree
+
+    from rbc.backends.mujoco_log import mujoco
 
     root = read_xml(path, "mujoco") if root is None else root
     copy = file_free_copy(root)
@@ -759,7 +760,7 @@ def _initials(ctx: _Ctx, bodies, joints, qpos, key_name, by_name, mj, path, root
             e.pop("_connect", None)
         return
     # spherical loop joints: the relative orientation of their frames at the keyframe
-    import mujoco
+    from rbc.backends.mujoco_log import mujoco
 
     model = mj if mj is not None else load_mujoco(path, root)[0]
     if model is None:
@@ -787,7 +788,7 @@ def _initials(ctx: _Ctx, bodies, joints, qpos, key_name, by_name, mj, path, root
 
 
 def _xmat(model, data, name: str) -> np.ndarray:
-    import mujoco
+    from rbc.backends.mujoco_log import mujoco
 
     bid = 0 if name == "world" else mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name)
     return np.asarray(data.xmat[bid]).reshape(3, 3)

@@ -378,7 +378,7 @@ class ComposedMujoco(ComposedPlant):
     def react(self, f: np.ndarray) -> None:
         """``mj_forward`` with ctrl = f (with drives: the drives' actual efforts, as
         applied over the last step)."""
-        import mujoco
+        from rbc.backends.mujoco_log import mujoco
 
         inner = self.inner
         if inner.drive is None:

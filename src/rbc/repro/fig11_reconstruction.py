@@ -68,9 +68,8 @@ FORCE_LIMIT = 0.1
 
 def reconstruct(case: tuple) -> dict:
     """Simulate one run and re-assemble at its stamps: ``case = (name, options, duration)``."""
-    import mujoco
-
     from rbc.backends.mjcf_export import export_mjcf
+    from rbc.backends.mujoco_log import mujoco
     from rbc.model.dynamics import DynamicsData, DynamicsModel
     from rbc.sim.run import SimOptions, prepare, simulate
 
@@ -100,10 +99,10 @@ def reconstruct(case: tuple) -> dict:
 
 def _stamp(plant, part, exp, ids, m, d, dm, dd, log, i: int, h: float) -> dict:
     """Re-assembly and force balance at control step i (module docstring)."""
-    import mujoco
     import pinocchio as pin
 
     from rbc.backends.mjcf_state import tree_configuration
+    from rbc.backends.mujoco_log import mujoco
     from rbc.model.closure import project
     from rbc.model.dynamics import actuator_efforts, reduced_terms
     from rbc.model.kinematics import body_poses, closure_jacobian

@@ -94,9 +94,8 @@ def probe(case: tuple) -> dict:
     """One state of one robot: ``case = (robot, set, state index, seed, state)``; ``state``
     is None for the random set (drawn here from the seed), else the course's ``(q, v, f)``
     lists (:func:`course`)."""
-    import mujoco
-
     from rbc.backends.mjcf_export import export_mjcf
+    from rbc.backends.mujoco_log import mujoco
     from rbc.model.dynamics import forward_dynamics, reduced_terms, tree_acceleration
     from rbc.model.partition import lift
     from rbc.verify.states import make_states
@@ -137,9 +136,8 @@ def course(case: tuple) -> dict:
     number of states)``. Returns the grid's largest foot and link distances between
     MuJoCo's native poses and rbc's forward kinematics (per grid point, for the plot), and
     the states ``(time, q, v, f)`` at evenly spread instants."""
-    import mujoco
-
     from rbc.backends.mjcf_export import export_mjcf
+    from rbc.backends.mujoco_log import mujoco
     from rbc.repro import go2_course
     from rbc.sim.schedule import lift_support_reference, load_support_knots, modal_feedforward
 
@@ -191,9 +189,8 @@ def _mujoco(kin, part, h: float, q: np.ndarray, v: np.ndarray, f: np.ndarray,
     """The export at step h (its loop equalities' ``solref = 2·h``) in free flight (contacts
     off) at rbc state (q, v) with ``ctrl = f``, after ``mj_forward``: ``(exp, m, d)``;
     ``explicit``: joint damping integrated explicitly (``mjDSBL_EULERDAMP``)."""
-    import mujoco
-
     from rbc.backends.mjcf_export import export_mjcf
+    from rbc.backends.mujoco_log import mujoco
 
     exp = export_mjcf(kin, replace(part, q_ref=np.asarray(q, dtype=float)), timestep=h)
     m = mujoco.MjModel.from_xml_string(exp.to_string())
@@ -212,9 +209,8 @@ def _mujoco(kin, part, h: float, q: np.ndarray, v: np.ndarray, f: np.ndarray,
 def _pose_error(kin, exp, m, d, h: float, q_seed: np.ndarray) -> float:
     """Largest distance [m] between MuJoCo's body origins / support frames and rbc's
     forward kinematics at MuJoCo's configuration, over the free flight (module docstring)."""
-    import mujoco
-
     from rbc.backends.mjcf_state import tree_configuration
+    from rbc.backends.mujoco_log import mujoco
 
     every = int(round(SAMPLE / h))
     worst, q = 0.0, np.asarray(q_seed, dtype=float)
@@ -232,8 +228,7 @@ def _pose_distances(kin, exp, m, d, q: np.ndarray) -> tuple[float, float]:
     """``(links, feet)``: the largest distance [m] between rbc's forward kinematics at q of
     every exported body origin, and of every support frame origin (the feet), and MuJoCo's
     ``xpos`` / ``xpos + xmat p`` after ``mj_kinematics``."""
-    import mujoco
-
+    from rbc.backends.mujoco_log import mujoco
     from rbc.ir import spatial as sp
     from rbc.model.kinematics import body_poses
 

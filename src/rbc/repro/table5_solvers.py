@@ -72,10 +72,10 @@ LCABA_MU = (1e-6, 1e-2)
 @functools.cache
 def _engines(robot: str):
     """Per-process solver objects of one robot: Pinocchio datas, MuJoCo models."""
-    import mujoco
     import pinocchio as pin
 
     from rbc.backends.mjcf_export import export_mjcf
+    from rbc.backends.mujoco_log import mujoco
     from rbc.backends.pinocchio import pinocchio_model
 
     kin, part, dm, dd = models.dynamics(robot)
@@ -97,9 +97,8 @@ def _engines(robot: str):
 def _velocity_map(kin, m, q: np.ndarray) -> np.ndarray:
     """P (m.nv, nv_T) with ``qvel = P v_T`` at q (and ``qacc = P a_T``: the blocks are
     constant for hinge, slide and ball joints, the only kinds on these robots' trees)."""
-    import mujoco
-
     from rbc.backends.mjcf_export import mj_joints, velocity_block
+    from rbc.backends.mujoco_log import mujoco
     from rbc.ir import spatial as sp
     from rbc.model.tree import tree_joint
 
@@ -120,9 +119,8 @@ def _velocity_map(kin, m, q: np.ndarray) -> np.ndarray:
 
 def _mujoco_state(kin, part, m, d, state, v: np.ndarray) -> np.ndarray:
     """Set qpos/qvel/ctrl/xfrc_applied of the state; returns P of :func:`_velocity_map`."""
-    import mujoco
-
     from rbc.backends.mjcf_export import export_mjcf
+    from rbc.backends.mujoco_log import mujoco
 
     P = _velocity_map(kin, m, state.q)
     d.qpos[:] = export_mjcf(kin, replace(part, q_ref=state.q), timestep=MJ_TIMESTEP).qpos
@@ -188,9 +186,9 @@ def solve_state(case: tuple) -> dict:
         "rc_lin", "us", "iterations"}}, "sensitivity": {name: δ}, "rows", "rank",
         "subset_size"}``.
     """
-    import mujoco
     import pinocchio as pin
 
+    from rbc.backends.mujoco_log import mujoco
     from rbc.backends.pinocchio import constraint_dynamics
     from rbc.model.dynamics import (
         forward_dynamics,

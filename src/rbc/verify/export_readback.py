@@ -78,11 +78,11 @@ def mjcf_readback(model: CompiledModel, mjcf_path: str | Path,
     loads but is not this bundle's export fails ``export.mjcf.readback.structure`` naming
     what is missing; the other checks are then not evaluated (NaN, failed).
     """
-    import mujoco
     from lxml import etree
 
     from rbc.backends.mjcf_export import export_mjcf
     from rbc.backends.mjcf_import import file_free_copy
+    from rbc.backends.mujoco_log import mujoco
     from rbc.backends.record_writer import ModelImportError, read_xml
     from rbc.safeio import check_regular
 
@@ -129,7 +129,7 @@ def _not_evaluated(why: str) -> list[Check]:
 
 
 def _missing_names(m, exp) -> list[str]:
-    import mujoco
+    from rbc.backends.mujoco_log import mujoco
 
     want = [("body", n) for n in (*exp.body_names.values(), *exp.split.values())]
     want += [("joint", mj.name) for mj in exp.order]
@@ -142,7 +142,7 @@ def _missing_names(m, exp) -> list[str]:
 
 def _inertia_check(m, exp) -> Check:
     """Mass, COM and tensor of every MuJoCo body against what the export wrote for it."""
-    import mujoco
+    from rbc.backends.mujoco_log import mujoco
 
     errs = {"mass": 0.0, "com": 0.0, "inertia": 0.0}
     worst = ""
@@ -168,7 +168,7 @@ def _inertia_check(m, exp) -> Check:
 def _joint_checks(model: CompiledModel, m, exp) -> list[Check]:
     """Joint anchors and axes in their MuJoCo body, and armature against the tree model (a
     gimbal ball replaces plain revolutes: armature 0)."""
-    import mujoco
+    from rbc.backends.mujoco_log import mujoco
 
     tm = build_tree(model)
     geo_err, arm_err = 0.0, 0.0
@@ -197,7 +197,7 @@ def _joint_checks(model: CompiledModel, m, exp) -> list[Check]:
 
 
 def _gap_check(m, d) -> Check:
-    import mujoco
+    from rbc.backends.mujoco_log import mujoco
 
     key = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, "assembled")
     mujoco.mj_resetDataKeyframe(m, d, key)
@@ -227,8 +227,7 @@ def _mass_checks(model: CompiledModel, part: Partition, m, d, exp) -> list[Check
     """MuJoCo's mass matrix against M_T with the export's inertia floor (the tree block;
     with split-body cuts the reduced inertia ``Eᵀ M E``, equal only on the closure
     manifold), and the floor's own effect on M_T."""
-    import mujoco
-
+    from rbc.backends.mujoco_log import mujoco
     from rbc.model.dynamics import DynamicsData, DynamicsModel, tree_terms
     from rbc.model.partition import lift
 
@@ -269,7 +268,7 @@ def _kinematics_check(model: CompiledModel, part: Partition, m, d, exp,
                       samples: int = 4, seed: int = 20260927) -> Check:
     """World poses of every exported body at random tree configurations: MuJoCo
     (``mj_kinematics``) against Pinocchio's forward kinematics of the tree model."""
-    import mujoco
+    from rbc.backends.mujoco_log import mujoco
 
     tm = build_tree(model)
     data = tm.model.createData()

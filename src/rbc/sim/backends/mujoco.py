@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import mujoco
 import numpy as np
 
 from rbc.backends.mjcf_export import CONTACT_CONDIM, check_loads, export_mjcf
+from rbc.backends.mujoco_log import mujoco
 from rbc.errors import CompileError
 from rbc.ir import spatial as sp
 from rbc.model.modes import base_sizes, cut_coordinates

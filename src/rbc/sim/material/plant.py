@@ -22,9 +22,9 @@ volume (centre in the bucket body frame, :meth:`Bucket.inside`) and inside the r
 
 from __future__ import annotations
 
-import mujoco
 import numpy as np
 
+from rbc.backends.mujoco_log import mujoco
 from rbc.sim.backends.mujoco import MujocoBackend
 from rbc.sim.material.delivery import Delivery, DeliveryRule, delivery
 from rbc.sim.material.scene import Scene
