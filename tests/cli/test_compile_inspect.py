@@ -181,3 +181,14 @@ def test_bundle_writer_refuses_a_dot_component(tmp_path):
         with pytest.raises(BundleError, match="nothing was written"):
             write_bundle(tmp_path / "x.h5", data)
         assert not list(tmp_path.iterdir())
+
+
+def test_modes_all_with_a_slash_in_a_support_name_names_the_field(tmp_path, capsys):
+    """A '/' is allowed in a support name (a composed record's member prefix) but cannot go
+    into the mode names --modes all builds: the error names the file and the field."""
+    rec = tmp_path / "go2.yaml"
+    rec.write_text((RECORDS / "go2.yaml").read_text().replace("- name: FL\n", "- name: F/L\n"))
+    out = tmp_path / "go2.h5"
+    code, _, err = run(capsys, "compile", str(rec), "-o", str(out), "--modes", "all")
+    assert code == 2 and f"{rec}: supports[0].name" in err and "'/'" in err
+    assert not out.exists()

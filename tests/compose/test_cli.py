@@ -100,3 +100,21 @@ def test_piped_inspect_never_cuts_a_name(members_dir, pair, capsys):
     assert "…" not in out
     assert "= loops+links+supports" in out
     assert "h1/ankle_i_l_ball" in out
+
+
+def test_solve_closes_the_composed_mode(members_dir, pair, capsys):
+    """rbc solve on a composed bundle closes its mode's links and supports: turning h1's
+    waist moves h2 through the held hands (before, it closed h1 alone on its own default
+    partition and left the palms apart, reported as closed)."""
+    path = str(members_dir / "pair.h5")
+    assert main(["solve", path, "--json"]) == 0
+    at_ref = json.loads(capsys.readouterr().out)
+    assert main(["solve", path, "--set", "h1/waist=0.1", "--json"]) == 0
+    moved = json.loads(capsys.readouterr().out)
+    assert moved["partition"] == at_ref["partition"] == "stand"
+    assert moved["residual"] < 1e-10  # the mode's closure: loops, hand link, sole welds
+    a, b = at_ref["configuration"], moved["configuration"]
+    assert max(float(np.abs(np.subtract(b[k], a[k])).max()) for k in a
+               if k.startswith("h2/")) > 1e-4
+    assert main(["solve", path, "--partition", "default"]) == 2
+    assert "--mode" in capsys.readouterr().err

@@ -11,6 +11,7 @@ import typer
 
 from rbc.cli.app import app
 from rbc.cli.output import report_console
+from rbc.cli.target import open_model
 from rbc.safeio import MAX_OPTION_MAGNITUDE, finite_option
 
 WRENCH_FORM = "BODY@x,y,z=nx,ny,nz,fx,fy,fz"
@@ -97,7 +98,7 @@ def forces_command(
     accels = _pairs(acceleration, "--acceleration")
     efforts = _pairs(effort, "--effort") if effort else None
     wrenches = tuple(parse_wrench(w) for w in wrench or ())
-    comp, model = _model(bundle, partition, mode)
+    comp, model = open_model(bundle, partition, mode)
     _check_allocate(allocate, comp, bundle, efforts, wrenches)
     u = model.vector(speeds, "independent", "--velocity")
     udot = model.vector(accels, "independent", "--acceleration") if accels else None
@@ -148,19 +149,6 @@ def _check_allocate(allocate: bool, comp, bundle: Path, efforts, wrenches) -> No
     if wrenches:
         raise UsageError("--allocate does not take --wrench (the support-wrench maps of the "
                          "allocation have no external wrenches)")
-
-
-def _model(bundle: Path, partition: str | None, mode: str | None):
-    """``(composition or None, rbc.api.Model)``: a composed bundle's mode model with the
-    mode's partition (docs/composition.md), or the bundle's model and stored partition."""
-    from rbc.api import Model, load
-    from rbc.compose.bundle import open_mode
-
-    opened = open_mode(bundle, mode, partition)
-    if opened is None:
-        return None, load(bundle, partition)
-    comp, md = opened
-    return comp, Model(comp.model(md), md.partition, source=Path(bundle))
 
 
 def _vec(x: list[float], floor: float) -> str:

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rbc.cli.app import app
+from rbc.cli.target import open_model
 
 
 @app.command("solve")
@@ -28,11 +29,13 @@ def solve_command(
     partition: Annotated[str | None, typer.Option(
         "--partition", help="Stored partition whose independent coordinates are prescribed "
         "(default: `default`).")] = None,
+    mode: Annotated[str | None, typer.Option(
+        "--mode", help="Composed bundles: the composed mode whose links and supports are "
+        "closed (default: the first).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Close the loops with the named independent coordinates prescribed (others keep q_ref,
     or their --guess values)."""
-    from rbc.api import load
     from rbc.errors import UsageError
     from rbc.model.solve import parse_assignment, parse_guess
     from rbc.safeio import named_values
@@ -44,7 +47,7 @@ def solve_command(
         if name in guesses:
             raise UsageError(f"--guess {name}: given twice; give each name once")
         guesses[name] = value
-    model = load(bundle, partition)
+    _, model = open_model(bundle, partition, mode)
     state = model.close(pairs, guess=guesses or None)
     result = state.solve
     err = Console(stderr=True, highlight=False)

@@ -36,7 +36,6 @@ from typing import Any, TypeVar
 import numpy as np
 
 from rbc.errors import InputError, RecordError
-from rbc.ir.bundle import group_name_problem
 from rbc.ir.record import (
     COUPLING_TYPES,
     DEFAULT_FRICTION,
@@ -950,11 +949,15 @@ def _support(ctx: _Ctx, path: str, value: Any, bodies: Mapping[str, Body]) -> Su
     """A support: ``kind`` defaults to ``surface`` when ``half_extents`` is given, else
     ``point``; a surface needs positive ``half_extents``, a point takes ``radius`` instead."""
     r, name, body, pose = _placed(ctx, path, value, bodies, SUPPORT_KEYS)
-    problem = group_name_problem(name) or ("contains '+'" if "+" in name else None)
-    if problem:  # support names make mode names ("FL+FR") and those name bundle groups
+    # support names make mode names ("FL+FR"), and those name bundle groups; a '/' is a
+    # composed record's member prefix ("h1/sole_l"), refused where it would make a mode name
+    # (rbc.model.modes)
+    problem = "contains '+'" if "+" in name else (
+        f"is '{name}'" if name in (".", "..") else None)
+    if problem:
         raise ctx.error(r.at("name"), f"support name {name!r} {problem}",
-                        expected="a plain name: no '/' or '+', not '.' or '..' (support "
-                                 "names are joined with '+' into mode names)")
+                        expected="a plain name: no '+', not '.' or '..' (support names are "
+                                 "joined with '+' into mode names)")
     kind = r.get("kind", _choice(SUPPORT_KINDS), "surface" if r.has("half_extents") else "point")
     if kind == "surface":
         if not r.has("half_extents"):

@@ -293,6 +293,12 @@ def enumerate_modes(model: CompiledModel, length: float | None = None,
             raise UsageError(f"--modes all: the record has {len(names)} supports (2^n − 1 "
                              f"sets); at most {MAX_ENUMERATED_SUPPORTS} can be enumerated — "
                              "name the modes with --mode NAME=s1,s2,…")
+        for i, n in enumerate(names):  # a '/' in a name would split its modes' group
+            if "/" in n:
+                raise UsageError(f"{model.record.source}: supports[{i}].name: support name "
+                                 f"'{n}' contains '/', which --modes all cannot put in a mode "
+                                 "name; rename the support (no '/') or name the modes with "
+                                 "--mode NAME=s1,s2,…")
         out[FREE] = analyse_mode(model, FREE, (), length)
         for k in range(1, len(names) + 1):
             for subset in itertools.combinations(names, k):
