@@ -72,7 +72,9 @@ def test_semantic_errors(tmp_path, members_dir, capsys):
         (PAIR.replace("humanoid_v2.h5,", "humanoid_v2.h5, partition: other,"),
          "members[1].partition"),
         (PAIR.replace("placement: {xyz: [0, 0.45, 0.93]}",
-                      "placement: {xyz: [0, 0.45, 0.93], rpy: [0.3, 0, 0]}"), "tilts gravity"),
+                      "placement: {xyz: [0, 0.45, 0.93], rpy: [0.3, 0, 0]}"),
+         "c.yaml: members[0].placement: member h1: the rotation tilts the member's gravity "
+         "[0, 0, -9.81]"),
     ]
     for text, what in cases:
         (tmp_path / "c.yaml").write_text(text)

@@ -223,8 +223,9 @@ def place_configuration(model: CompiledModel, q: np.ndarray, placement: pin.SE3
     return out
 
 
-def check_placement(name: str, model: CompiledModel, placement: pin.SE3) -> None:
-    """A placement must keep gravity and can move only floating bases.
+def check_placement(where: str, name: str, model: CompiledModel, placement: pin.SE3) -> None:
+    """A placement must keep gravity and can move only floating bases; ``where`` names the
+    file and field in the error (``ring.yaml: members[0].placement``).
 
     Raises:
         CompileError: a fixed body with a non-identity placement, or a rotation that tilts
@@ -232,13 +233,15 @@ def check_placement(name: str, model: CompiledModel, placement: pin.SE3) -> None
     """
     ident = np.allclose(placement.homogeneous, np.eye(4), atol=0.0)
     if not ident and any(b.kind == "fixed" for b in model.record.bodies):
-        raise CompileError(f"member {name}: '{model.record.name}' has a fixed body (its frame is "
-                           "the world frame); place it in its record, or leave its placement "
-                           "out")
+        raise CompileError(f"{where}: member {name}: '{model.record.name}' has a fixed body "
+                           "(its frame is the world frame); place it in its record, or leave "
+                           "its placement out")
     g = np.array(model.record.gravity, dtype=float)
     if np.abs(placement.rotation @ g - g).max() > 1e-12 * max(1.0, np.linalg.norm(g)):
-        raise CompileError(f"member {name}: the placement rotation tilts gravity "
-                           f"{list(g)}; rotate about the gravity axis only")
+        shown = ", ".join(f"{x:g}" for x in g)
+        raise CompileError(f"{where}: member {name}: the rotation tilts the member's gravity "
+                           f"[{shown}] m/s²; rotate about the gravity axis only (rpy [0, 0, "
+                           "yaw] for gravity along −z)")
 
 
 def link_joint(name: str, type_: str, a_body: str, a_pose: Pose, b_body: str, b_pose: Pose

@@ -155,7 +155,7 @@ def compose(spec: CompositionSpec, models: Sequence[CompiledModel],
                               f"no partition '{ms.partition}'", choices=list(model.partitions),
                               got=ms.partition)
         T = sp.se3_from_pose(ms.placement)
-        check_placement(ms.name, model, T)
+        check_placement(f"{spec.source}: members[{i}].placement", ms.name, model, T)
         members_in.append((ms, model, T))
     say("flat model")
     record = flat_record(spec.name, [(ms.name, model.record) for ms, model, _ in members_in],
