@@ -2,8 +2,13 @@
 
 A log written by ``rbc simulate --out DIR`` (``DIR/log.h5``, :mod:`rbc.sim.outputs`) is
 played from its ``bodies/pose`` dataset (world body poses, any backend) when it has one,
-else from its ``q`` when the log's backend is ``reduced`` (rbc's own coordinates). Logs of
-another bundle are refused by comparing the record's body names and coordinate count.
+else from its ``q``, the engine's own state read back into rbc coordinates: as is for the
+``reduced`` backend; Pinocchio's tree ``q`` through the tree's coordinate permutation
+(:func:`rbc.model.tree.build_tree`); MuJoCo's ``qpos`` through the bundle's MJCF export
+(:func:`rbc.backends.mjcf_state.tree_configuration`, each frame seeded with the previous).
+Only the tree coordinates are read back (the body poses depend on nothing else; cut
+joints keep the reference's values). Logs of another bundle are refused by comparing the
+coordinate count.
 """
 
 from __future__ import annotations
@@ -63,18 +68,64 @@ def log_motion(model: CompiledModel, path: str | Path) -> Motion:
             motion = Motion(times, poses=poses)
         else:
             backend = str(h5.attrs.get("backend", ""))
-            if backend != "reduced":
+            if backend not in READBACK:
                 raise UsageError(f"{p}: the log has no 'bodies/pose' dataset and its backend "
-                                 f"is '{backend}', whose 'q' is not in rbc coordinates; "
-                                 "re-run `rbc simulate` with this version of rbc")
-            qs = np.asarray(h5["q"][()], dtype=float)
-            if qs.ndim != 2 or qs.shape != (len(times), model.nq):
-                raise UsageError(f"{p}: 'q' has shape {qs.shape}, expected "
-                                 f"({len(times)}, {model.nq}) for this bundle")
-            motion = Motion(times, qs=qs)
+                                 f"'{backend}' is not one rbc reads back; valid: "
+                                 f"{', '.join(sorted(READBACK))}")
+            raw = np.asarray(h5["q"][()], dtype=float) if "q" in h5 else np.zeros((0, 0))
+            motion = Motion(times, qs=READBACK[backend](model, p, raw, len(times)))
     data = motion.poses if motion.poses is not None else motion.qs
     if not (np.all(np.isfinite(times)) and np.all(np.isfinite(data))):
         raise UsageError(f"{p}: the log holds non-finite times or states")
     if times.size == 0:
         raise UsageError(f"{p}: the log holds no samples")
     return motion
+
+
+def _shape(p: Path, raw: np.ndarray, frames: int, width: int, what: str) -> None:
+    if raw.ndim != 2 or raw.shape != (frames, width):
+        raise UsageError(f"{p}: 'q' has shape {raw.shape}, expected ({frames}, {width}) — "
+                         f"{what} of this bundle; is the log of another mechanism?")
+
+
+def _reduced(model: CompiledModel, p: Path, raw: np.ndarray, frames: int) -> np.ndarray:
+    """(F, nq) rbc configurations: the reduced backend logs them as they are."""
+    _shape(p, raw, frames, model.nq, "rbc's configuration")
+    return raw
+
+
+def _pinocchio(model: CompiledModel, p: Path, raw: np.ndarray, frames: int) -> np.ndarray:
+    """(F, nq) from Pinocchio tree configurations (F, nq_tree): ``q_pin = q_tree[q_perm]``
+    inverted, the rest the reference's."""
+    from rbc.model.tree import build_tree
+
+    perm = build_tree(model).q_perm
+    _shape(p, raw, frames, perm.size, "Pinocchio's tree configuration")
+    qs = np.tile(_q_ref(model), (frames, 1))
+    qs[:, perm] = raw
+    return qs
+
+
+def _mujoco(model: CompiledModel, p: Path, raw: np.ndarray, frames: int) -> np.ndarray:
+    """(F, nq) from MuJoCo ``qpos`` (F, m.nq) of the bundle's export."""
+    from rbc.backends.mjcf_export import export_mjcf
+    from rbc.backends.mjcf_state import tree_configuration
+
+    part = model.partitions.get("default") or next(iter(model.partitions.values()))
+    exp = export_mjcf(model, part)
+    _shape(p, raw, frames, exp.qpos.size, "MuJoCo's qpos of the export")
+    qs, seed = np.empty((frames, model.nq)), _q_ref(model)
+    for k in range(frames):
+        try:
+            qs[k] = seed = tree_configuration(model, exp, raw[k], seed)
+        except ValueError as exc:
+            raise UsageError(f"{p}: 'q' frame {k} does not read back: {exc}") from None
+    return qs
+
+
+def _q_ref(model: CompiledModel) -> np.ndarray:
+    return np.asarray(reference_motion(model).qs[0], dtype=float)
+
+
+#: backend name (the log's ``backend`` attribute) → its ``q`` read back into rbc coordinates
+READBACK = {"reduced": _reduced, "pinocchio": _pinocchio, "mujoco": _mujoco}
