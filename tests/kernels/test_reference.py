@@ -247,3 +247,16 @@ def test_a_node_on_two_bases_keeps_the_dense_path():
     q, u = np.array(part.q_ref), rng.normal(size=km.nu)
     f = rng.normal(size=km.n_act)
     assert np.array_equal(km.forward_dynamics(q, u, f), km.terms(q, u, f).udot)
+
+
+def test_cache_is_cold_follows_the_stage_kernel(tmp_path, monkeypatch):
+    """rbc.kernels.cache_is_cold looks for the compiled stage kernel's cache index (what
+    rbc simulate's first-use note keys on)."""
+    import rbc.kernels as k
+
+    fake = tmp_path / "kernels"
+    (fake / "__pycache__").mkdir(parents=True)
+    monkeypatch.setattr(k, "__file__", str(fake / "__init__.py"))
+    assert k.cache_is_cold()
+    (fake / "__pycache__" / "step.stage-306.py311.nbi").write_bytes(b"")
+    assert not k.cache_is_cold()

@@ -126,6 +126,7 @@ def simulate_command(
 
     from rbc.cli.plan import task_request
     from rbc.errors import UsageError
+    from rbc.kernels import cache_is_cold
     from rbc.safeio import check_outputs
     from rbc.sim.outputs import write_outputs
     from rbc.sim.run import SimOptions, prepare, simulate
@@ -151,6 +152,11 @@ def simulate_command(
         kp=_pairs(kp, "--kp", ge=0), kd=_pairs(kd, "--kd", ge=0),
         integrator=integrator, rtol=rtol, atol=atol, evaluator=evaluator, partition=partition,
         fix_root=fix_root, mode=mode, plant=plant, seed=seed)
+    if backend == "reduced" and evaluator == "kernel" and cache_is_cold():
+        Console(stderr=True, highlight=False).print(
+            "note: first use of rbc's compiled kernels on this installation: numba compiles "
+            "them now (1–4 min, counted in this run's real-time factor); cached afterwards",
+            markup=False)
     labels = {"lift": "lifting the reference", "ff": "feedforward table",
               "simulate": f"simulating ({backend})"}
     with progress_bar(TextColumn("{task.description}"), BarColumn(), TextColumn(

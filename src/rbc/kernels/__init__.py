@@ -43,3 +43,12 @@ def _purge_stale_cache() -> None:
 
 
 _purge_stale_cache()
+
+
+def cache_is_cold() -> bool:
+    """True when the run-time kernels are not in numba's cache yet (a fresh install, or
+    after an edit of a kernel source): the first run then compiles them — about a minute
+    of CPU on an idle machine — which a command should say before it looks hung. Reads
+    the package's cache directory only (``NUMBA_CACHE_DIR`` elsewhere is not looked at)."""
+    cache = Path(__file__).parent / "__pycache__"
+    return not any(cache.glob("step.stage-*.nbi"))
