@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import numpy as np
@@ -52,12 +53,33 @@ def test_csv_and_yaml_give_the_same_clamped_spline(bundles, tmp_path):
     ("time,B", [(0, 0.0), (1, 0.1)], "'B' is a dependent coordinate"),
     ("time,A", [(0, 1.0), (0, 1.1)], "must increase strictly"),
     ("t,A", [(0, 1.0), (1, 1.1)], "first CSV column must be `time`"),
+    ("time,A", [(-1, 1.0), (1, 1.1)], "the first knot is at -1 s; expected knot times from 0"),
 ])
 def test_bad_references_are_rejected_with_the_reason(bundles, tmp_path, header, rows, message):
     kin, part = model(bundles, "fourbar")
     path = write_csv(tmp_path / "bad.csv", header, rows)
     with pytest.raises(ReferenceError, match=message):
         spline_reference(kin, part, load_knots(path))
+
+
+@pytest.mark.parametrize("text, message", [
+    ("time: [0, 1]\njoints: {A: [1.0, 1.1]}\ncontroler: pd\n", "controler: unknown key"),
+    ("tme: [0, 1]\njoints: {A: [1.0, 1.1]}\n", "tme: unknown key (did you mean 'time'?)"),
+    ("time: [0, 1]\njoint: {A: [1.0, 1.1]}\n", "joint: unknown key (did you mean 'joints'?)"),
+    ("time: [0, 1]\n", "joints: missing"),
+    ("time: [0, 1]\njoints: [1, 2]\n", "joints: expected a mapping"),
+])
+def test_yaml_reference_keys_are_strict(tmp_path, text, message):
+    # a typo was silently ignored (or met a message naming no key)
+    path = tmp_path / "ref.yaml"
+    path.write_text(text)
+    with pytest.raises(ReferenceError, match=re.escape(f"{path}: {message}")):
+        load_knots(path)
+
+
+def test_a_directory_is_not_a_reference(tmp_path):
+    with pytest.raises(ReferenceError, match="is a directory"):
+        load_knots(tmp_path)
 
 
 def test_reference_outside_the_joint_limits_names_coordinate_and_time(bundles, tmp_path):

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 from scipy.interpolate import CubicSpline
 
-from rbc.errors import RbcError
+from rbc.errors import RbcError, did_you_mean
 from rbc.model.closure import ClosureError
 from rbc.model.compiled import CompiledModel, Partition
 from rbc.model.dynamics import DynamicsData, DynamicsModel
@@ -78,6 +78,9 @@ def _check_knots(names: list[str], time: np.ndarray, values: np.ndarray, source:
                              f"coordinate ({len(names)}) per time")
     if not (np.all(np.isfinite(time)) and np.all(np.isfinite(values))):
         raise ReferenceError(f"{source}: times and values must be finite numbers")
+    if time[0] < 0:
+        raise ReferenceError(f"{source}: time: the first knot is at {time[0]:g} s; expected "
+                             "knot times from 0 (the run starts at t = 0)")
     if np.any(np.diff(time) <= 0):
         k = int(np.argmin(np.diff(time)))
         raise ReferenceError(f"{source}: knot times must increase strictly (row {k + 2}: "
@@ -93,6 +96,8 @@ def load_knots(path: str | Path) -> Knots:
     """
     p = Path(path)
     suffix = p.suffix.lower()
+    if p.is_dir():
+        raise ReferenceError(f"{p}: is a directory; expected a reference file (.csv or .yaml)")
     if suffix not in (".csv", ".yaml", ".yml"):
         raise ReferenceError(f"{p}: unknown reference format '{p.suffix}'; valid: .csv, .yaml")
     text = read_text(p, "reference")
@@ -114,10 +119,21 @@ def load_knots(path: str | Path) -> Knots:
             data = np.array([[float(x) for x in r] for r in rows[1:]], dtype=float)
             return _check_knots(head[1:], data[:, 0], data[:, 1:], str(p))
         doc = load_yaml(text, p)
-        if not isinstance(doc, dict) or "time" not in doc or not isinstance(
-                doc.get("joints"), dict):
+        if not isinstance(doc, dict):
             raise ReferenceError(f"{p}: expected a mapping with `time` (list) and "
                                  "`joints` ({name: list})")
+        for key in doc:
+            if key not in ("time", "joints"):
+                near = did_you_mean(str(key), ("time", "joints"))
+                hint = f" (did you mean '{near}'?)" if near else ""
+                raise ReferenceError(f"{p}: {key}: unknown key{hint}; valid keys: time, joints "
+                                     "(a support reference also has modes, docs/supports.md)")
+        for key in ("time", "joints"):
+            if key not in doc:
+                raise ReferenceError(f"{p}: {key}: missing; expected a mapping with `time` "
+                                     "(list) and `joints` ({name: list})")
+        if not isinstance(doc["joints"], dict):
+            raise ReferenceError(f"{p}: joints: expected a mapping {{name: list of values}}")
         names = [str(n) for n in doc["joints"]]
         series = [doc["joints"][n] for n in doc["joints"]]
         if not isinstance(doc["time"], list) or not all(isinstance(v, list) for v in series):
