@@ -39,6 +39,7 @@ from rbc.repro import models
 from rbc.repro.outcome import Outcome, Table
 from rbc.repro.plots import pyplot, save
 from rbc.repro.report import fmt
+from rbc.sim.push import Push
 from rbc.verify.checks import make_check
 
 TITLE = ("Go2 26 s course (walk + trot, 104 support transitions): MuJoCo and Pinocchio, "
@@ -50,14 +51,14 @@ PLANTS = ("mujoco", "pinocchio")
 #: The lateral push of the push variants: +y (left of the heading at that time, which is
 #: +x) on the trunk's centre of mass for 0.1 s: the four-foot phase of the forward trot
 #: between 5.7 s and 5.8 s (the robot then swings FL and RR on two feet).
-PUSH = ("base", (0.0, 20.0, 0.0), 5.7, 0.1)
+PUSH = Push("base", (0.0, 20.0, 0.0), 5.7, 0.1)
 STRONGER = 1.25
 VARIANTS = {
     "nominal": {},
     "halved step": {"dt": 5e-4, "control_dt": 1e-3},
     "μ 0.5": {"friction": 0.5},
     "push": {"push": (PUSH,)},
-    "push +25 %": {"push": ((PUSH[0], tuple(STRONGER * f for f in PUSH[1]), *PUSH[2:]),)},
+    "push +25 %": {"push": (PUSH.scaled(STRONGER),)},
     "payload 1.5 kg": {"payload": (("base", 1.5),)},
 }
 RMS_FROM = 2.0  # [s] the paper's window: t ≥ 2 s
@@ -72,11 +73,6 @@ TRACKING_LIMIT = 0.10
 CLOSURE_LIMIT = 1e-10
 
 
-def push_text(push) -> str:
-    body, f, t0, dt = push
-    return f"{body}={f[0]:g},{f[1]:g},{f[2]:g}@{t0:g}+{dt:g}"
-
-
 def options(plant: str, variant: str, duration: float | None):
     """The :class:`~rbc.sim.run.SimOptions` of a case: ``rbc simulate --backend PLANT
     --controller pd+ff --reference records/references/go2_course.yaml --reference-dt 0.02``
@@ -88,7 +84,7 @@ def options(plant: str, variant: str, duration: float | None):
                       reference=models.REFERENCES / REFERENCE, reference_dt=REFERENCE_DT,
                       dt=v.get("dt", 1e-3), control_dt=v.get("control_dt"),
                       payload=v.get("payload", ()), friction=v.get("friction"),
-                      push=tuple(push_text(p) for p in v.get("push", ())))
+                      push=tuple(p.text() for p in v.get("push", ())))
 
 
 _NOMINAL: dict = {}

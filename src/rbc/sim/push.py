@@ -46,6 +46,11 @@ class Push:
         return Push(self.body, tuple(factor * f for f in self.force), self.start,
                     self.duration)
 
+    def text(self) -> str:
+        """The ``--push`` text of this push (:func:`parse_push` reads it back)."""
+        f = self.force
+        return f"{self.body}={f[0]:g},{f[1]:g},{f[2]:g}@{self.start:g}+{self.duration:g}"
+
     def to_json(self) -> dict:
         return {"body": self.body, "force": list(self.force), "start": self.start,
                 "duration": self.duration}
