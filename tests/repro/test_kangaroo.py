@@ -222,3 +222,16 @@ def test_repro_kangaroo_landing_quick(tmp_path):
     assert code == 0 and res["status"] == "pass"
     assert (tmp_path / "kangaroo-landing" / "pelvis.png").stat().st_size > 5000
     assert res["key_figures"].startswith("paired MuJoCo–Pinocchio")
+
+
+def test_landing_push_per_condition():
+    """The torso push is in every 10 s run, 25 % stronger with the higher release, and its
+    --push text reads back as the same push; a run that ends before it has none."""
+    from rbc.sim.push import parse_push
+
+    bodies = ["base_link", "pelvis_2_link"]
+    (nominal,) = la.pushes("nominal", 10.0)
+    (strong,) = la.pushes("high_release_push", 10.0)
+    assert parse_push(nominal, bodies) == la.PUSH
+    assert parse_push(strong, bodies).force == pytest.approx((0.0, 75.0, 0.0), abs=0)
+    assert la.pushes("nominal", la.DURATION[True]) == ()

@@ -10,7 +10,9 @@ artifacts/go2.h5 --backend PLANT --reference records/references/go2_course.yaml
 
 * **nominal** — 1 ms physics and control steps;
 * **halved step** — ``--dt 0.0005 --control-dt 0.001``;
-* **μ 0.5** — ``--friction 0.5`` (the record's feet have μ = 0.8);
+* **μ 0.5** — ``--friction 0.5`` (the record's feet have μ = 0.8; MuJoCo's contacts use
+  it, Pinocchio's welds hold any tangential force, so there it changes only the reported
+  friction ratio's reference);
 * **push** / **push +25 %** — a lateral push on the trunk, :data:`PUSH` (and 1.25 × its
   force), during the forward trot;
 * **payload 1.5 kg** — ``--payload base=1.5``: the plant's trunk is 1.5 kg heavier, the
@@ -245,7 +247,10 @@ SETUP = ("The paper runs its own Go2 course (26 s, its gait generator and contac
          "tracked by rbc's pd+ff at the motors (5 Hz PD on the reflected inertia plus the "
          "modes' inverse dynamics, 1 kHz). MuJoCo: the exported MJCF with a floor and native "
          "contact (soft, elliptic cones); Pinocchio: ideal welds of the stance feet with "
-         "Baumgarte stabilisation, rebuilt at every transition with the plastic impact map. "
+         "Baumgarte stabilisation, rebuilt at every transition with the plastic impact map, "
+         "a touchdown welded on the floor (the foot's horizontal position, the ground's "
+         "height; docs/supports.md) — friction does not act on a weld, so the μ 0.5 variant "
+         "changes only the reported ratio there. "
          "The push magnitude and timing are ours (the issue gives none): 20 N lateral on the "
          "trunk for 0.1 s at 5.7 s (a four-foot phase of the forward trot), and 25 N.")
 
