@@ -615,9 +615,10 @@ class Model:
         """
         s = self._own(state, "state")
         if udot is not None and efforts is not None:
-            raise ApiError("reactions: udot and efforts exclude each other: accelerations ask "
-                           "for the efforts that produce them (inverse dynamics), efforts for "
-                           "the accelerations they produce (forward dynamics)")
+            raise ApiError("reactions: udot and efforts exclude each other (rbc forces: "
+                           "--acceleration and --effort): accelerations ask for the efforts "
+                           "that produce them (inverse dynamics), efforts for the "
+                           "accelerations they produce (forward dynamics)")
         a = (None if udot is None else
              self._vector(udot, self._independent, "udot", "an independent coordinate"))
         f = (None if efforts is None else

@@ -202,8 +202,9 @@ def parse_assignment(text: str) -> tuple[str, float]:
     except ValueError:
         x = math.nan
     if not sep or not name or not finite_option(x):
-        raise UsageError(f"--set '{text}': expected NAME=VALUE with a finite number, e.g. "
-                         "--set A=0.5")
+        why = ("a finite number" if not math.isfinite(x) else
+               f"a value of magnitude ≤ {MAX_OPTION_MAGNITUDE:g} (SI units)")
+        raise UsageError(f"--set '{text}': expected NAME=VALUE with {why}, e.g. --set A=0.5")
     return name, x
 
 
@@ -605,7 +606,8 @@ def guess_configuration(model: CompiledModel, q: np.ndarray,
             out = set_values(model, out, {j: values[0]})
             continue
         if name not in joints:
-            pool = [n for n in model.v_names if prescribable(model, v_index[n])] + sorted(joints)
+            pool = list(dict.fromkeys(  # coordinates, then joints not already listed
+                [n for n in model.v_names if prescribable(model, v_index[n])] + sorted(joints)))
             close = difflib.get_close_matches(name, pool, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise SolveError(f"--guess {name}: not a coordinate or joint{hint}; coordinates: "
