@@ -147,8 +147,10 @@ def test_coordinate_layouts_in_degrees(
     expected: tuple[float, ...],
     unit_limit: tuple[float, ...],
 ) -> None:
+    # limits of ±200 (in the file's units) hold every initial value (it must lie inside)
     lo, hi = (
-        ("-1", "1") if len(expected) == 1 else (str([-1] * len(expected)), str([1] * len(expected)))
+        ("-200", "200") if len(expected) == 1
+        else (str([-200] * len(expected)), str([200] * len(expected)))
     )
     text = doc(
         head=HEAD + "angle_unit: deg\n",
@@ -156,8 +158,8 @@ def test_coordinate_layouts_in_degrees(
     )
     j = parse(tmp_path, text).joints[0]
     assert j.initial == pytest.approx(expected)
-    assert j.upper == pytest.approx(unit_limit)
-    assert j.lower == pytest.approx([-x for x in unit_limit])
+    assert j.upper == pytest.approx([200 * x for x in unit_limit])
+    assert j.lower == pytest.approx([-200 * x for x in unit_limit])
 
 
 def test_quaternion_initial_and_frames(tmp_path: Path) -> None:
@@ -727,6 +729,12 @@ BAD: list[tuple[str, str, str]] = [
         "support_unknown_body",
         doc(extra="supports: [{name: s, body: foot}]\n"),
         "supports[0].body: unknown body 'foot'",
+    ),
+    (
+        "initial_outside_limits",
+        doc(joints=joint("type: revolute, axis: [0, 0, 1], initial: 1, "
+                         "limits: {lower: -0.5, upper: 0.5}")),
+        "joints[0].initial: initial value 1 is outside the joint's limits [-0.5, 0.5]",
     ),
     *(
         (f"support_name_{tag}", doc(extra=f"supports: [{{name: '{name}', body: link}}]\n"),

@@ -650,6 +650,15 @@ def _joint(ctx: _Ctx, path: str, value: Any, bodies: Mapping[str, Body]) -> Join
     if kind == "planar":
         axis = r.get("normal", _planar_normal, (0.0, 0.0, 1.0))
     lower, upper = _limits(r, spec) if r.has("limits") else ((), ())
+    initial = r.get("initial", lambda c, p, v: _initial(c, p, v, spec), None)
+    if initial is not None and lower:  # the layouts match where a type takes limits
+        for k, (x, lo, hi) in enumerate(zip(initial, lower, upper, strict=True)):
+            if not lo <= x <= hi:
+                at = r.at("initial") + (f"[{k}]" if len(initial) > 1 else "")
+                raise ctx.error(at, f"initial value {x:g} is outside the joint's limits "
+                                    f"[{lo:g}, {hi:g}] (SI units: rad or m)",
+                                expected="an initial guess inside limits.lower .. "
+                                         "limits.upper (or widen the limits)")
     spring = Spring()
     if r.has("spring"):
         sr = r.sub("spring", ("stiffness", "rest"))
@@ -671,7 +680,7 @@ def _joint(ctx: _Ctx, path: str, value: Any, bodies: Mapping[str, Body]) -> Join
         friction=r.get("friction", _nonneg, 0.0),
         spring=spring,
         armature=r.get("armature", _nonneg, 0.0),
-        initial=r.get("initial", lambda c, p, v: _initial(c, p, v, spec), None),
+        initial=initial,
         cut_prefer=r.get("cut", _cut, None) == "prefer",
         cut_required=r.get("cut", _cut, None) == "required",
     )
