@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from rbc.errors import RbcError, did_you_mean
+from rbc.errors import BundleError, RbcError, did_you_mean
 from rbc.model.closure import project, unclosed_report
 from rbc.model.compiled import CompiledModel, Partition
 from rbc.model.dynamics import (
@@ -244,7 +244,13 @@ def load(path: str | Path | Bundle, partition: str | None = None) -> Model:
     if partition is not None:
         _name(partition, "partition")
     kin = CompiledModel.from_bundle(path)
-    return Model(kin, get_partition(kin, partition), source=Path(path))
+    try:
+        part = get_partition(kin, partition)
+    except BundleError as err:  # name the file (the partition check knows only the model)
+        if str(path) in str(err):
+            raise
+        raise BundleError(f"{path}: {err}") from None
+    return Model(kin, part, source=Path(path))
 
 
 def _pairs(x) -> tuple[tuple[str, tuple[str, ...]], ...]:

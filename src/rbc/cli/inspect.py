@@ -20,6 +20,7 @@ def inspect_command(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Print bodies, joints, κ, cycle rank, tree and cut joints, paths, modules, coordinates."""
+    from rbc.errors import BundleError
     from rbc.ir.summary import summarize
     from rbc.model.compiled import CompiledModel
     from rbc.model.dynamics import low_inertia_report
@@ -27,7 +28,10 @@ def inspect_command(
 
     s = summarize(bundle)
     kin = CompiledModel.from_bundle(bundle)
-    s["low_inertia"] = low_inertia_report(kin)
+    try:
+        s["low_inertia"] = low_inertia_report(kin)
+    except BundleError as err:  # the partition check knows only the model: name the file
+        raise BundleError(f"{bundle}: {err}") from None
     s["rolling"] = rolling_report(kin)
     if as_json:
         typer.echo(json.dumps(s, indent=2))
