@@ -235,3 +235,19 @@ def test_so3_left_jacobian_inverse(T):
 def test_jacobians_at_identity_are_identity():
     np.testing.assert_allclose(sp.jlog6(pin.SE3.Identity()), np.eye(6), atol=EXACT)
     np.testing.assert_allclose(sp.left_jacobian_inverse(pin.SE3.Identity()), np.eye(6), atol=EXACT)
+
+
+@pytest.mark.parametrize("a, b", [((0, 0, 1), (0, 0, 1)), ((0, 0, 1), (0, 0, -1)),
+                                  ((0, 0, 1), (1, 0, 0)), ((0.3, 0.1, 0.9), (0, 0, 1)),
+                                  ((1, 2, 3), (-1, -2, -3))])
+def test_rotation_between_takes_a_onto_b(a, b):
+    # a proper rotation (det 1, orthonormal) with R a along b — opposite vectors included
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    R = sp.rotation_between(a, b)
+    assert np.allclose(R.T @ R, np.eye(3), atol=1e-14) and np.linalg.det(R) == pytest.approx(1)
+    assert np.allclose(R @ (a / np.linalg.norm(a)), b / np.linalg.norm(b), atol=1e-14)
+
+
+def test_up_direction_opposes_gravity():
+    assert np.allclose(sp.up_direction([0.0, -3.0, -4.0]), [0.0, 0.6, 0.8])
+    assert np.array_equal(sp.up_direction([0.0, 0.0, 0.0]), [0.0, 0.0, 1.0])  # no gravity

@@ -853,8 +853,7 @@ def support_contact_level(model: CompiledModel, q: np.ndarray,
     from rbc.model.kinematics import body_poses
 
     rec = model.record
-    up = -np.asarray(rec.gravity, dtype=float)
-    up = up / np.linalg.norm(up) if np.any(up) else np.array([0.0, 0.0, 1.0])
+    up = sp.up_direction(rec.gravity)
     T = body_poses(model, q)
     index = rec.body_index()
     levels = [float(up @ (T[index[s.body]] * sp.se3_from_pose(s.pose)).translation)
@@ -889,11 +888,8 @@ def _ground(w: _Writer, opt: etree._Element, world: etree._Element, gravity: np.
     """The ground plane at ``height`` along −gravity, and elliptic friction cones."""
     opt.set("cone", "elliptic")
     opt.set("impratio", fmt(IMPRATIO))
-    up = -gravity / np.linalg.norm(gravity) if np.any(gravity) else np.array([0.0, 0.0, 1.0])
-    axis = np.cross([0.0, 0.0, 1.0], up)
-    angle = float(np.arctan2(np.linalg.norm(axis), up[2]))
-    R = pin.exp3(axis / np.linalg.norm(axis) * angle) if np.linalg.norm(axis) > 0 else (
-        np.eye(3) if up[2] > 0 else np.diag([1.0, -1.0, -1.0]))
+    up = sp.up_direction(gravity)
+    R = sp.rotation_between(np.array([0.0, 0.0, 1.0]), up)  # the plane's normal is its z
     gel = etree.Element("geom", name=w.names.take("geom", "floor"), type="plane",
                         size="0 0 1", contype="0", conaffinity="1",
                         condim=str(w.condim))

@@ -443,11 +443,11 @@ def floor_problem(comp, md) -> str | None:
     """Why the MuJoCo plant's one floor cannot carry mode ``md`` (its supports' contact
     heights spread over more than :data:`FLOOR_SPREAD`), or None."""
     from rbc.backends.mjcf_export import contact_depth
+    from rbc.ir import spatial as sp
 
     if not md.supports:
         return None
-    g = np.asarray(comp.flat.record.gravity, dtype=float)
-    up = -g / np.linalg.norm(g) if np.any(g) else np.array([0.0, 0.0, 1.0])
+    up = sp.up_direction(comp.flat.record.gravity)
     by_name = {s.name: s for s in comp.flat.record.supports}
     h = np.array([float(up @ md.anchors[i, :3]) - contact_depth(by_name[n])
                   for i, n in enumerate(md.supports)])

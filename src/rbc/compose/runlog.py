@@ -26,6 +26,7 @@ from rbc.compose.dynamics import MemberModel, composed_terms, forward_dynamics
 from rbc.compose.system import ComposedMode, Composition
 from rbc.compose.wrenches import chord_wrenches
 from rbc.errors import UsageError
+from rbc.ir import spatial as sp
 from rbc.model.compiled import CompiledModel
 from rbc.model.dynamics import DynamicsData
 
@@ -188,7 +189,7 @@ class WrenchLog:
         pulls (f_n ≤ 0: the sole would lift) and the largest friction ratio ``|f_t| / f_n``
         over the others with its μ, and the largest residual of the recovery's equations
         ``‖Aᵀ x − rhs‖∞`` [N, N·m] (round-off at a consistent state; docs/composition.md)."""
-        up = -self.gravity / np.linalg.norm(self.gravity)
+        up = sp.up_direction(self.gravity)
         out: dict = {"mode": self.mode.name, "links": {}, "supports": {},
                      "unbalanced": self.unbalanced}
         for n in self.mode.links:

@@ -316,6 +316,23 @@ def jl_inv(rho: np.ndarray) -> np.ndarray:
     return left_jacobian_inverse(exp6(rho))
 
 
+def up_direction(gravity: np.ndarray) -> np.ndarray:
+    """(3,) unit vector opposite ``gravity`` (3,) [m/s², world axes]: the direction a floor's
+    normal points; +z when gravity is zero (no up is defined; the exporter's floor then
+    lies in the world's xy plane)."""
+    g = np.asarray(gravity, dtype=float)
+    n = float(np.linalg.norm(g))
+    return -g / n if n > 0 else np.array([0.0, 0.0, 1.0])
+
+
+def rotation_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(3, 3) the smallest rotation R with ``R a ∥ b`` for directions a, b (3,) (Eigen's
+    ``setFromTwoVectors`` through ``pin.Quaternion.FromTwoVectors``; for opposite vectors a
+    half turn about an axis perpendicular to a)."""
+    q = pin.Quaternion.FromTwoVectors(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+    return np.asarray(q.matrix())
+
+
 def skew(w: np.ndarray) -> np.ndarray:
     """(3, 3) cross-product matrix ``ŵ`` with ``ŵ x = w × x``."""
     return np.asarray(pin.skew(np.asarray(w, dtype=float)))

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from rbc.ir import spatial as sp
 from rbc.model.dynamics import DynamicsData, DynamicsModel, forward_dynamics, reduced_terms
 from rbc.model.reactions import support_reactions
 from rbc.sim.schedule import SupportReference, mode_state, segment_models
@@ -69,8 +70,7 @@ def support_loads(sref: SupportReference, ff: np.ndarray) -> SupportLoads:
     by = {s.name: s for s in model.record.supports}
     names = tuple(n for n in by if any(n in model.modes[m].supports
                                        for m in sref.schedule.modes))
-    up = -np.asarray(model.record.gravity, float)
-    up = up / np.linalg.norm(up)
+    up = sp.up_direction(model.record.gravity)
     K = sref.ref.time.size
     normal, ratio = np.full((K, len(names)), np.nan), np.full((K, len(names)), np.nan)
     residual = np.zeros(K)

@@ -52,6 +52,7 @@ import numpy as np
 import pinocchio as pin
 
 from rbc.backends.mjcf_export import contact_depth, support_contact_level
+from rbc.ir import spatial as sp
 from rbc.model.compiled import CompiledModel
 from rbc.model.dynamics import DynamicsData, DynamicsModel
 from rbc.model.impact import impact_map
@@ -147,17 +148,12 @@ class ModalPlant(Backend):
         if self.floor is None:  # no floor (no mode of the schedule has a support)
             return anchors_array([T])[0]
         s = next(x for x in self.plant.record.supports if x.name == name)
-        g = np.asarray(self.plant.record.gravity, float)
-        up = -g / np.linalg.norm(g) if np.any(g) else np.array([0.0, 0.0, 1.0])
+        up = sp.up_direction(self.plant.record.gravity)
         p = np.array(T.translation)
         p = p + (self.floor + contact_depth(s) - float(up @ p)) * up
         R = np.array(T.rotation)
-        if s.kind == "surface":
-            n = R[:, 2]
-            axis = np.cross(n, up)
-            angle = float(np.arctan2(np.linalg.norm(axis), float(n @ up)))
-            if np.linalg.norm(axis) > 1e-15:
-                R = pin.exp3(axis / np.linalg.norm(axis) * angle) @ R
+        if s.kind == "surface":  # level the sole: its normal (frame z) onto the floor's
+            R = sp.rotation_between(R[:, 2], up) @ R
         return anchors_array([pin.SE3(R, p)])[0]
 
     def _segment(self, mode: str, q_base: np.ndarray, v_tree: np.ndarray, t: float,
@@ -379,8 +375,7 @@ class SupportLog:
         by = {s.name: s for s in p.plant.record.supports}
         for n in p.names:
             w = log[f"supports/{n}/wrench"]
-            up = -np.asarray(p.plant.record.gravity, float)
-            up = up / np.linalg.norm(up)
+            up = sp.up_direction(p.plant.record.gravity)
             on = ~np.isnan(w[:, 0])
             on[0] = False  # the initial sample: MuJoCo has not resolved its contacts yet
             fn = w[on, 3:] @ up
