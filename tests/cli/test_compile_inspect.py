@@ -192,3 +192,23 @@ def test_modes_all_with_a_slash_in_a_support_name_names_the_field(tmp_path, caps
     code, _, err = run(capsys, "compile", str(rec), "-o", str(out), "--modes", "all")
     assert code == 2 and f"{rec}: supports[0].name" in err and "'/'" in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("json_flag", [False, True])
+def test_closed_standard_output_is_status_141_without_a_traceback(tmp_path, capsys, json_flag):
+    """``rbc inspect B | head``: the reader gone, the command ends quietly with 141 (128 +
+    SIGPIPE), never 1 (a failed check) — through rich's console and through click's echo."""
+    import os
+    import subprocess
+    import sys
+
+    bundle = tmp_path / "s.h5"
+    assert run(capsys, "compile", str(RECORDS / "stewart.yaml"), "-o", str(bundle))[0] == 0
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first write: EPIPE on it, deterministically
+    argv = [sys.executable, "-m", "rbc.cli.main", "inspect", str(bundle)]
+    argv += ["--json"] if json_flag else []
+    done = subprocess.run(argv, stdout=write, stderr=subprocess.PIPE, text=True, timeout=120)
+    os.close(write)
+    assert done.returncode == 141, done.stderr
+    assert "Traceback" not in done.stderr

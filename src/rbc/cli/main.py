@@ -10,6 +10,9 @@ top-level handler of user errors:
 * memory exhaustion: ``error: out of memory …``;
 * an interrupt (Ctrl-C): ``interrupted``, exit status 130 (outputs are all-or-nothing, so
   nothing half-written is left);
+* a closed standard output (``rbc inspect B | head``): no message, exit status 141 (128 +
+  SIGPIPE, what a shell reports for a command ended by the pipe), never 1, which means a
+  failed check;
 * Python warnings raised while the command runs (numpy overflow, matplotlib, MuJoCo's
   warnings, which never go to its ``MUJOCO_LOG.TXT``) are collected and printed after the
   command's own output or error message, once each, never before it.
@@ -18,6 +21,7 @@ top-level handler of user errors:
 from __future__ import annotations
 
 import errno
+import os
 import sys
 import warnings
 
@@ -48,6 +52,8 @@ app.add_typer(walk_app, name="walk")
 
 #: Exit status of an interrupted command (128 + SIGINT, the shell convention).
 INTERRUPTED = 130
+#: Exit status of a command whose standard output was closed (128 + SIGPIPE).
+BROKEN_PIPE = 141
 
 _OS_REASONS = {errno.ENOSPC: "no space left on device", errno.EROFS: "read-only file system",
                errno.EDQUOT: "disk quota exceeded"}
@@ -60,12 +66,35 @@ def os_error_message(err: OSError) -> str:
     return ": ".join([" -> ".join(paths), reason] if paths else [reason])
 
 
+def _is_devnull(fd: int) -> bool:
+    """True when file descriptor ``fd`` is the null device (or is closed)."""
+    try:
+        st, null = os.fstat(fd), os.stat(os.devnull)
+    except OSError:
+        return True
+    return (st.st_dev, st.st_ino) == (null.st_dev, null.st_ino)
+
+
+def _stdout_closed(was_devnull: bool) -> bool:
+    """True when the command ended on a broken pipe (EPIPE on standard output).
+
+    Both libraries that write a command's report catch it and exit 1: click swaps
+    ``sys.stdout`` for its flush-pacifying wrapper, rich points file descriptor 1 at the
+    null device (``Console.on_broken_pipe``); those are the traces they leave.
+    ``was_devnull``: standard output was the null device already when the command started.
+    """
+    if type(sys.stdout).__name__.lstrip("_") == "PacifyFlushWrapper":
+        return True
+    return not was_devnull and _is_devnull(1)
+
+
 def _run(argv: list[str] | None) -> int:
     from rbc.safeio import guard_libraries, reset_size_limits
 
     reset_size_limits()
     guard_libraries()
     command = typer.main.get_command(app)
+    was_devnull = _is_devnull(1)
     try:
         # standalone: typer prints usage errors (status 2) itself and turns an interrupt
         # into status 130; everything else reaches the handlers below
@@ -78,6 +107,8 @@ def _run(argv: list[str] | None) -> int:
         code = code if isinstance(code, int) else (0 if code is None else 1)
         if code == INTERRUPTED:
             typer.echo("interrupted", err=True)
+        if code == 1 and _stdout_closed(was_devnull):
+            return BROKEN_PIPE
         return code
     except RbcError as err:
         typer.echo(f"error: {err}", err=True)
