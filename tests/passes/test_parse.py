@@ -174,6 +174,19 @@ def test_quaternion_initial_and_frames(tmp_path: Path) -> None:
     assert j.parent_frame.quat == (0.0, 0.0, 0.0, 1.0)
 
 
+def test_moving_joint_between_two_fixed_bodies_is_noted(tmp_path: Path) -> None:
+    """A revolute joint between two welded bodies parses (the loop through the world holds
+    it) with a note naming the joint's field; a `fixed` joint there, or a hinge to an
+    ordinary body, gets none."""
+    two = "bodies:\n" + GROUND + "  - {name: post, fixed: true}\n" + LINK
+    hinge = "  - {name: h, type: revolute, parent: ground, child: post, axis: [0, 0, 1]}\n"
+    rec = parse(tmp_path, doc(bodies=two, joints="joints:\n" + HINGE + hinge))
+    assert len(rec.notes) == 1 and "joints[1]" in rec.notes[0]
+    assert "'h'" in rec.notes[0] and "cannot move" in rec.notes[0]
+    weld = "  - {name: h, type: fixed, parent: ground, child: post}\n"
+    assert parse(tmp_path, doc(bodies=two, joints="joints:\n" + HINGE + weld)).notes == ()
+
+
 def test_guess_quaternion_is_normalised_with_a_note(tmp_path: Path) -> None:
     """An `initial` quaternion typed with 4 decimals (norm 0.99998) is a guess: normalised,
     with a note naming the field; the same quaternion as a frame is physical data and is

@@ -645,6 +645,11 @@ def _joint(ctx: _Ctx, path: str, value: Any, bodies: Mapping[str, Body]) -> Join
         host = _ref(ctx, r.at(end), r.get(end, _string), bodies, "body")
         frames = ctx.frames_of(bodies[host])
         ends[end] = host, _pose_field(r, f"{end}_frame", frames, host)
+    parent, child = ends["parent"][0], ends["child"][0]
+    if kind != "fixed" and bodies[parent].kind == bodies[child].kind == "fixed":
+        ctx.notes.append(f"{ctx.file}: {path}: the {kind} joint '{name}' connects two fixed "
+                         f"bodies ('{parent}', '{child}'), both welded to the world: it cannot "
+                         "move (its coordinates are held by the closure)")
     needs_axis = "axis" in spec.keys
     axis = r.get("axis", _unit) if needs_axis else None
     if kind == "planar":
