@@ -11,7 +11,7 @@ import typer
 
 from rbc.cli.app import app
 from rbc.cli.output import report_console
-from rbc.cli.target import open_model
+from rbc.cli.target import naming, open_model
 from rbc.safeio import MAX_OPTION_MAGNITUDE, finite_option
 
 WRENCH_FORM = "BODY@x,y,z=nx,ny,nz,fx,fy,fz"
@@ -103,7 +103,8 @@ def forces_command(
     u = model.vector(speeds, "independent", "--velocity")
     udot = model.vector(accels, "independent", "--acceleration") if accels else None
     f = model.vector(efforts, "actuators", "--effort") if efforts else None
-    state = model.close(sets, speeds=u)
+    with naming(bundle, "--set"):
+        state = model.close(sets, speeds=u)
     alloc = None
     if allocate:
         from rbc.control.inverse import allocation_report

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from rbc.cli.app import app, number, progress_bar
+from rbc.cli.target import naming
 
 
 def task_request(task: list[str], to: list[str] | None, duration: float, kx: str,
@@ -81,7 +82,9 @@ def plan_command(
     req = task_request(task, to, duration, kx, stroke_preference, relax, speed_scale)
     model = CompiledModel.from_bundle(bundle)
     part = get_partition(model, partition)
-    q0 = solve_named(model, part.name, dict(parse_assignment(a) for a in assignments or ())).q
+    with naming(bundle, "--set"):
+        q0 = solve_named(model, part.name,
+                         dict(parse_assignment(a) for a in assignments or ())).q
     chart, law, path = build(model, q0, req)
     dm = DynamicsModel.build(model)
     with progress_bar(TextColumn("{task.description}"), BarColumn(), TextColumn(

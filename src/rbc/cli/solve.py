@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rbc.cli.app import app
-from rbc.cli.target import open_model
+from rbc.cli.target import naming, open_model
 
 
 @app.command("solve")
@@ -48,7 +48,8 @@ def solve_command(
             raise UsageError(f"--guess {name}: given twice; give each name once")
         guesses[name] = value
     _, model = open_model(bundle, partition, mode)
-    state = model.close(pairs, guess=guesses or None)
+    with naming(bundle, "--set" if not guesses else "--set/--guess"):
+        state = model.close(pairs, guess=guesses or None)
     result = state.solve
     err = Console(stderr=True, highlight=False)
     for note in result.notes:

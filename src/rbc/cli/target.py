@@ -4,6 +4,8 @@ composition.md). One rule for every command that takes ``--partition`` and ``--m
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -23,3 +25,25 @@ def open_model(bundle: Path, partition: str | None, mode: str | None):
         return None, load(bundle, partition)
     comp, md = opened
     return comp, Model(comp.model(md), md.partition, source=Path(bundle))
+
+
+@contextmanager
+def naming(bundle: Path, option: str) -> Iterator[None]:
+    """Errors raised while the model works on a command-line option's values name the
+    bundle and the option: ``<bundle>: --set: unknown coordinate 'x' …`` (the model layer
+    knows neither).
+
+    Raises:
+        RbcError: the error raised inside, its message prefixed, its exit status kept.
+    """
+    from rbc.errors import RbcError
+
+    try:
+        yield
+    except RbcError as err:
+        text = str(err)
+        if text.startswith(f"{bundle}:"):
+            raise
+        named = RbcError(f"{bundle}: {option}: {text}")
+        named.exit_code = err.exit_code
+        raise named from None
