@@ -296,6 +296,31 @@ def test_native_floor_is_where_the_reference_stands(go2: Path, tmp_path: Path,
     assert floor_level(model, sref, q0) == pytest.approx(0.5, abs=1e-9)
 
 
+@pytest.mark.parametrize("free_until", [None, 0.032])
+def test_auto_floor_is_the_first_modes_contact_or_refused(go2: Path, tmp_path: Path,
+                                                          free_until) -> None:
+    """ModalPlant's floor="auto" (rbc.sim.switching.auto_floor): the first mode's contact
+    level at q0 when the schedule starts on supports — floor_level's value there —, and a
+    UsageError naming the modes when it starts in free flight (it took z = 0 before, under
+    a reference planned at z = 0.5)."""
+    from rbc.errors import UsageError
+    from rbc.sim.schedule import lift_support_reference, load_support_knots
+    from rbc.sim.switching import auto_floor, floor_level
+
+    model = CompiledModel.from_bundle(go2)
+    f = tmp_path / "raised.yaml"
+    f.write_text(_raised(STEPS.read_text(), 0.5, free_until))
+    sref = lift_support_reference(model, load_support_knots(f, model), 0.05, 1.0)
+    q0 = sref.ref.q[0]
+    if free_until is None:
+        # the same function of the same state: equal to round-off
+        assert auto_floor(model, sref.schedule, q0) == pytest.approx(
+            floor_level(model, sref, q0), abs=1e-12)
+    else:
+        with pytest.raises(UsageError, match="starts in mode 'free' without supports"):
+            auto_floor(model, sref.schedule, q0)
+
+
 def test_drop_from_free_flight_lands_on_the_planned_floor(go2: Path, tmp_path: Path) -> None:
     """End to end on MuJoCo: released 5 mm above a floor planned at z = 0.5 m (free fall
     √(2h/g) = 32 ms), the robot lands on it (with the floor at z = 0 it fell half a metre:

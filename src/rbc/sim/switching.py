@@ -100,7 +100,12 @@ class ModalPlant(Backend):
         schedule: the modes; q0, v0: (nq,), (nv,) base-model initial state; floor: height
         [m] of a native-contact backend's ground plane, or of the ground a floor-anchored
         plant's touchdowns land on (:func:`floor_level`), None for none, ``"auto"``: the
-        lowest contact of the first mode's supports at q0.
+        lowest contact of the first mode's supports at q0 (:func:`auto_floor`).
+
+    Raises:
+        UsageError: ``floor="auto"`` on a schedule that starts without supports and
+            reaches a supported mode later (the floor is where the reference lands:
+            :func:`floor_level`).
     """
 
     name = "modal"
@@ -124,8 +129,7 @@ class ModalPlant(Backend):
         self.on_floor = bool(getattr(backend, "floor_anchors", False))
         info = plant.modes[self.mode]
         #: the ground plane's height [m] along −gravity (module docstring; None: no floor)
-        self.floor = (support_contact_level(plant, q0, info.supports) if floor == "auto"
-                      else floor)
+        self.floor = auto_floor(plant, schedule, q0) if floor == "auto" else floor
         if self.native:
             self.anchors = dict(zip(info.supports, anchors_array(
                 support_poses(plant, q0, info.supports)), strict=True))
@@ -301,6 +305,30 @@ class ModalPlant(Backend):
         for n, w in got.items():
             wrench[self.names.index(n)] = w
         return SupportState(pos, active, anchor, wrench)
+
+
+def auto_floor(plant: CompiledModel, schedule: ModeSchedule, q0: np.ndarray) -> float | None:
+    """The ground plane [m along −gravity] of ``ModalPlant(floor="auto")``: the lowest contact
+    of the first mode's supports at q0 (nq,); None when no mode of the schedule has a
+    support.
+
+    Raises:
+        UsageError: the schedule starts in a mode without supports and reaches one with
+            supports later — q0 does not say where that floor is (it took z = 0 before);
+            :func:`floor_level` finds it from the support reference.
+    """
+    from rbc.errors import UsageError
+
+    supported = [m for m in schedule.modes if plant.modes[m].supports]
+    if not supported:
+        return None
+    first = plant.modes[schedule.modes[0]].supports
+    if not first:
+        raise UsageError(f"floor='auto': the schedule starts in mode '{schedule.modes[0]}' "
+                         f"without supports and reaches '{supported[0]}' later; give the "
+                         "floor height (rbc.sim.switching.floor_level of the support "
+                         "reference) or None")
+    return support_contact_level(plant, q0, first)
 
 
 def floor_level(plant: CompiledModel, sref: SupportReference, q0: np.ndarray) -> float | None:
