@@ -110,13 +110,16 @@ def test_support_wrench_map_is_affine_in_the_efforts(systems):
     data = DynamicsData.of(mm.dm)
     q, u, _ = _state(mm, md, rng)
     m = support_wrench_map(mm, data, composed_terms(mm, data, q, u))
-    assert m.supports == md.supports
+    assert m.supports == md.supports and m.links == md.links == ("hands",)
     for _ in range(3):
         f = np.array([rng.uniform(*a.effort_limits) * 0.05 for a in mm.kin.record.actuators])
         T = composed_terms(mm, data, q, u, f)
         W = chord_wrenches(mm, data, T, forward_dynamics(T, u), f).by_name()
         want = np.array([W[s + ".support"] for s in md.supports])
         assert np.abs(m(f) - want).max() <= 1e-12 * max(1.0, np.abs(want).max())
+        # the link rows of the same solve: the hand link's wrench (palm a on palm b)
+        link = np.array([W[n] for n in md.links])
+        assert np.abs(m.link_wrenches(f) - link).max() <= 1e-12 * max(1.0, np.abs(want).max())
 
 
 @pytest.mark.parametrize("name", ["boom_cylinder_distance", "cam_follower",

@@ -477,14 +477,13 @@ class PlantWrenchLog(WrenchLog):
         self.engine = engine
         self.unbalanced = None
 
-    def record(self, q: np.ndarray, v: np.ndarray, f: np.ndarray) -> None:
-        """Log the engine's wrenches at its current state with efforts f (q and v, the
-        measured state, are not needed)."""
+    def wrenches(self, q: np.ndarray, v: np.ndarray, f: np.ndarray) -> tuple[dict, dict]:
+        """The engine's wrenches at its current state with efforts f (q and v, the measured
+        state, are not needed): a link the engine does not report (a weld link on MuJoCo)
+        NaN, a support without contact zero."""
         sup, links = self.engine.wrenches(f)
-        for n in self.mode.links:
-            self.rows[self._key(n)].append(links.get(n, np.full(6, np.nan)))
-        for s in self.mode.supports:
-            self.rows[self._key(s)].append(sup.get(s, np.zeros(6)))
+        return ({s: sup.get(s, np.zeros(6)) for s in self.mode.supports},
+                {n: links.get(n, np.full(6, np.nan)) for n in self.mode.links})
 
 
 __all__ = ["PLANTS", "ComposedMujoco", "ComposedPinocchio", "ComposedPlant", "Noise",

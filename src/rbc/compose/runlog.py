@@ -171,14 +171,25 @@ class WrenchLog:
     def record(self, q: np.ndarray, v: np.ndarray, f: np.ndarray) -> None:
         """Log the wrenches at the closed state (q (nq,), v (nv,)) of the mode model with
         port efforts f (n_act,)."""
+        sup, links = self.wrenches(q, v, f)
+        for n in self.mode.links:
+            self.rows[self._key(n)].append(links[n])
+        for s in self.mode.supports:
+            self.rows[self._key(s)].append(sup[s])
+
+    def wrenches(self, q: np.ndarray, v: np.ndarray, f: np.ndarray
+                 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """``({support: (6,)}, {link: (6,)})`` at the closed state (q (nq,), v (nv,)) with
+        port efforts f (n_act,): the ground on the sole and palm a on palm b, world axes
+        ``[n; f]`` [N·m; N] (module docstring; the plant's recovery)."""
         u = np.asarray(v, dtype=float)[self.mode.partition.independent]
         terms = composed_terms(self.mm, self.data, q, u)
         udot = forward_dynamics(terms, u, f)
         found = chord_wrenches(self.mm, self.data, terms, udot, f)
         w = found.by_name()
-        for n, chord in self.chords.items():
-            self.rows[self._key(n)].append(w[chord])
         self.unbalanced = max(self.unbalanced, found.unbalanced)
+        return ({s: w[self.chords[s]] for s in self.mode.supports},
+                {n: w[self.chords[n]] for n in self.mode.links})
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {k: np.asarray(v, dtype=float).reshape(-1, 6) for k, v in self.rows.items()}

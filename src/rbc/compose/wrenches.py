@@ -22,7 +22,9 @@ unique whenever their rows are independent.
 
 with X the minimum-norm pseudo-inverse of Aᵀ. At a prescribed acceleration (inverse
 dynamics) these make the support-wrench limits (centre of pressure, friction) linear
-inequalities in f — what the allocation of issue #20 needs.
+inequalities in f — what the allocation of issue #20 needs. The same solve gives the
+mode's link chords' rows (the hand links: ``λ_l(f) = λ_l0 + Λ_l f``, palm a on palm b), the
+link forces the allocated efforts imply.
 """
 
 from __future__ import annotations
@@ -142,16 +144,28 @@ class SupportWrenchMap:
         supports: support names; point: (k, 3) their frame origins (world) [m];
         lam0: (k, 6) wrenches at f = 0 [N·m; N] (world axes, about the support origin, the
         ground on the sole); Lam: (k, 6, n_act) their sensitivity to the port efforts.
+        links: the mode's link chords (the chords of the mode that are not supports);
+        link_lam0: (n_l, 6) and link_Lam: (n_l, 6, n_act) their wrenches' maps likewise
+        (palm a on palm b, world axes, about the link's second frame origin).
     """
 
     supports: tuple[str, ...]
     point: np.ndarray
     lam0: np.ndarray
     Lam: np.ndarray
+    links: tuple[str, ...] = ()
+    link_lam0: np.ndarray | None = None
+    link_Lam: np.ndarray | None = None
 
     def __call__(self, f: np.ndarray) -> np.ndarray:
         """(k, 6) the support wrenches produced with port efforts f (n_act,)."""
         return self.lam0 + self.Lam @ np.asarray(f, dtype=float)
+
+    def link_wrenches(self, f: np.ndarray) -> np.ndarray:
+        """(n_l, 6) the link wrenches produced with port efforts f (n_act,)."""
+        if self.link_lam0 is None:
+            return np.zeros((0, 6))
+        return self.link_lam0 + self.link_Lam @ np.asarray(f, dtype=float)
 
 
 def support_wrench_map(mm: MemberModel, data: DynamicsData, terms: ComposedTerms,
@@ -173,14 +187,23 @@ def support_wrench_map(mm: MemberModel, data: DynamicsData, terms: ComposedTerms
     N = -Jl.T.copy()
     N[:nt] += tt.M @ (terms.lift.E[:nt] @ sens)
     n0 = k.n_chords - len(k.supports)
-    rows = np.arange(6 * n0, 6 * k.n_chords)
-    p = _points(mm, data, q)[n0:]
+    nl = link_chord_count(mm)
+    rows = np.arange(6 * (n0 - nl), 6 * k.n_chords)
+    p = _points(mm, data, q)[n0 - nl:]
     X = min_norm_solve(At, np.column_stack([need0, N]))[rows]
-    lam0 = X[:, 0].reshape(-1, 6)
+    lam0 = _about(X[:, 0].reshape(-1, 6), p)
     Lam = X[:, 1:].reshape(-1, 6, Jl.shape[0])
-    lam0 = _about(lam0, p)
     Lam[:, :3] -= np.cross(p[:, :, None], Lam[:, 3:], axis=1)
-    return SupportWrenchMap(tuple(k.supports), p, lam0, Lam)
+    links = tuple(k.edge_names[e] for e in k.chord_edges[n0 - nl:n0])
+    return SupportWrenchMap(tuple(k.supports), p[nl:], lam0[nl:], Lam[nl:], links,
+                            lam0[:nl], Lam[:nl])
+
+
+def link_chord_count(mm: MemberModel) -> int:
+    """The number of the mode's link chords: the mode's own chords (after the members'
+    loops; :attr:`rbc.compose.analysis.Level2.chord_rows`, 6 rows each) that are not
+    supports (which come last)."""
+    return int(mm.structure.level2.chord_rows.size // 6) - len(mm.kin.supports)
 
 
 def _speeds(terms: ComposedTerms) -> np.ndarray:

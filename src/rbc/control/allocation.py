@@ -99,7 +99,9 @@ class AllocationProblem:
         L: (n_act, n_u) actuator map; rhs: (n_u,) ``Q − τ``; lower, upper: (n_act,) effort
         bounds [N or N·m]; lam0: (k, 6) and Lam: (k, 6, n_act) the support-wrench maps
         (world axes, about each support origin); cones: (k,) K_b per support;
-        weights: ρ, η, moment length; ports: port names.
+        weights: ρ, η, moment length; ports: port names; links: the mode's link chords and
+        link_lam0 (n_l, 6), link_Lam (n_l, 6, n_act) their wrench maps (palm a on palm b;
+        not constrained, reported: :attr:`Allocation.link_wrenches`).
     """
 
     L: np.ndarray
@@ -111,6 +113,9 @@ class AllocationProblem:
     cones: tuple[WrenchCone, ...]
     weights: AllocationWeights = AllocationWeights()
     ports: tuple[str, ...] = ()
+    links: tuple[str, ...] = ()
+    link_lam0: np.ndarray | None = None
+    link_Lam: np.ndarray | None = None
 
     @property
     def scale(self) -> np.ndarray:
@@ -127,6 +132,12 @@ class AllocationProblem:
     def wrenches(self, f: np.ndarray) -> np.ndarray:
         """(k, 6) ``λ_b(f)``."""
         return self.lam0 + self.Lam @ np.asarray(f, dtype=float)
+
+    def link_wrenches(self, f: np.ndarray) -> np.ndarray:
+        """(n_l, 6) the link wrenches ``λ_l(f)`` (none without link maps)."""
+        if self.link_lam0 is None:
+            return np.zeros((0, 6))
+        return self.link_lam0 + self.link_Lam @ np.asarray(f, dtype=float)
 
     def cost(self, f: np.ndarray, z: np.ndarray) -> float:
         """The objective at (f, z)."""
@@ -192,7 +203,9 @@ class Allocation:
         hard-equality QP solved: z = 0) or ``slack`` (the weighted QP); iterations: DAQP's
         (both phases); cost: the objective; x: the scaled solution ([f̃] or [f̃; z] by
         phase); lam: DAQP's multipliers on the rows of :meth:`AllocationProblem.dense`
-        of that phase.
+        of that phase; supports: the names of the rows of ``wrenches``; links: the mode's
+        link chords and link_wrenches: (n_l, 6) their wrenches λ_l(f) at the allocated
+        efforts (palm a on palm b, world axes, about the link's second frame origin).
     """
 
     f: np.ndarray
@@ -206,6 +219,9 @@ class Allocation:
     cost: float
     x: np.ndarray
     lam: np.ndarray
+    supports: tuple[str, ...] = ()
+    links: tuple[str, ...] = ()
+    link_wrenches: np.ndarray | None = None
 
 
 def allocate(problem: AllocationProblem) -> Allocation:
@@ -241,7 +257,8 @@ def allocate(problem: AllocationProblem) -> Allocation:
     active = tuple(nm for nm, y, s in zip(names, mult, sense, strict=True)
                    if y != 0.0 and s != EQUALITY)
     return Allocation(f, z, float(np.abs(z).max(initial=0.0)), lam, viol, active, phase,
-                      iters, p.cost(f, z), x, mult)
+                      iters, p.cost(f, z), x, mult, tuple(cn.support for cn in p.cones),
+                      p.links, p.link_wrenches(f))
 
 
 def _daqp(qp: tuple[np.ndarray, ...], n: int):
@@ -314,7 +331,8 @@ def allocation_problem(mm, data, terms, Q: np.ndarray, *,
         cones.append(wrench_cone(by_name[name], T.rotation, limits, sigma, cap))
     rhs = np.asarray(Q, dtype=float) - terms.tau - (terms.tau_coulomb if coulomb else 0.0)
     return AllocationProblem(terms.L, rhs, lim[:, 0], lim[:, 1], smap.lam0, smap.Lam,
-                             tuple(cones), weights, tuple(a.name for a in acts))
+                             tuple(cones), weights, tuple(a.name for a in acts), smap.links,
+                             smap.link_lam0, smap.link_Lam)
 
 
 def _weight(kin) -> float:

@@ -70,7 +70,8 @@ class PolicyStep:
         f: (n_act,) port efforts [N or N·m] within the bounds; Q: (n_u,) the commanded
         generalised force (None for actuator PD); slack: the allocation's ‖z‖∞ (0 without an
         allocation; the largest over the robots for per-robot); allocation: the QP's
-        solution (None for actuator PD and per-robot); tracking: the tracking state.
+        solution (None for actuator PD and per-robot); tracking: the tracking state;
+        robots: per-robot, each robot's own allocation (its supports' λ_b(f); () otherwise).
     """
 
     f: np.ndarray
@@ -78,6 +79,7 @@ class PolicyStep:
     slack: float
     allocation: Allocation | None
     tracking: TrackingState | None
+    robots: tuple[Allocation, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -342,6 +344,7 @@ def per_robot(ctx: PolicyContext, ref, q: np.ndarray, v: np.ndarray) -> PolicySt
                          "(PolicyContext.build(..., per_robot=True))")
     f = np.zeros(ctx.lower.size)
     slack = 0.0
+    own = []
     for rb, coords in ctx.robots:
         qk, vk = rb.state(q, v)
         qd, vd = rb.state(ref.q, ref.v)
@@ -352,7 +355,8 @@ def per_robot(ctx: PolicyContext, ref, q: np.ndarray, v: np.ndarray) -> PolicySt
                                          limits=ctx.limits, weights=ctx.weights))
         f[rb.ports] = al.f
         slack = max(slack, al.slack)
-    return PolicyStep(f, None, slack, None, None)
+        own.append(al)
+    return PolicyStep(f, None, slack, None, None, tuple(own))
 
 
 #: The policies by name, in the order of issue #20.

@@ -16,7 +16,10 @@ plant, not in the policies' nominal model) and on the ideal and realistic MuJoCo
 Pinocchio plants of :mod:`rbc.compose.plant` (:data:`PLANTS`; the policies do not add the
 realistic plant's friction compensation yet) — control at 2 ms, from the reference state at
 the window's start; logged at 100 Hz: the pelvis origins (5 points) and palms (10 points)
-against the reference's, and the allocation slack at every control step. A run whose pelvis
+against the reference's, the allocation slack at every control step, and the sole normal
+forces and hand-link forces the allocation predicts against the plant's
+(:class:`ForceSamples`, :mod:`rbc.control.prediction`: RMS errors after
+:data:`FORCE_AFTER`). A run whose pelvis
 drops 0.2 m below its reference is stopped as a fall; a solver failure stops it with its
 message. Each run is one Dask task (it builds its formation and reference itself).
 
@@ -72,6 +75,10 @@ OWN_WINDOWS = frozenset({WINDOW[True]})
 QUICK_POLICIES = ("proposed", "actuator_pd")
 #: A pelvis this far below its reference is a fall [m].
 FALL = 0.2
+#: The force-prediction errors count the 100 Hz samples this long after a run's start [s]
+#: (issue #20: "after 0.5 s", past the soles' settling into the 5 ms contact); a window
+#: shorter than twice that (the quick case) counts every sample.
+FORCE_AFTER = 0.5
 #: ‖z‖∞ above which a per-robot sample counts as not reached (issue #20) [N or N·m].
 PER_ROBOT_SLACK = 1e-3
 SLACK_LIMIT = 1e-9
@@ -306,7 +313,10 @@ def compensates(plant: str) -> bool:
 def run_policy(case: tuple) -> dict:
     """``case = (formation, policy, start, length, calibrate, plant)``: one policy run
     (module docstring) on the stored reference (:func:`stored_reference`). The result
-    has the RMS errors, the slack per control step, the cause of an early end (a fall, a
+    has the RMS errors, the slack per control step, the force-prediction errors
+    (``force_prediction``: :func:`rbc.control.prediction.prediction_errors` after
+    :data:`FORCE_AFTER`, None for actuator PD; ``force_error``: per 100 Hz sample the
+    largest sole and link errors), the cause of an early end (a fall, a
     solver or plant failure, a memory refusal) and where the time went (``timing``: CPU
     and wall seconds of the policy, the plant's steps, its measurements, the reference and
     the metrics)."""
@@ -342,6 +352,7 @@ def run_policy(case: tuple) -> dict:
     n = int(round(length / CONTROL_DT))
     every = int(round(LOG_DT / CONTROL_DT))
     slack, cpu, err_p, err_h, times, traj = [], [], [], [], [], []
+    forces = ForceSamples(comp, md, kin, plant, plant_name, ctx.data)
     clock = {k: [0.0, 0.0] for k in ("policy", "plant", "measure", "reference", "metrics")}
 
     def timed(key, f, *a):
@@ -376,8 +387,11 @@ def run_policy(case: tuple) -> dict:
             break
         cpu.append(time.perf_counter() - c0)
         slack.append(st.slack)
+        f = np.clip(st.f, ctx.lower, ctx.upper)
         try:
-            timed("plant", plant.advance, np.clip(st.f, ctx.lower, ctx.upper), substeps)
+            if i % every == 0:
+                timed("metrics", forces.sample, t, st, m, f)
+            timed("plant", plant.advance, f, substeps)
             m = timed("measure", plant.measure)
         except Exception as e:  # noqa: BLE001 - the plant's integration failed
             cause = f"plant {type(e).__name__} at t = {t:.3f} s: {e}"
@@ -391,8 +405,70 @@ def run_policy(case: tuple) -> dict:
                 "wall": time.perf_counter() - t_wall, "time": times,
                 "trajectory": [list(map(float, x)) for x in traj],
                 "steps": len(slack), "compensated": ctx.friction is not None,
+                "force_prediction": forces.errors(
+                    start + (FORCE_AFTER if length >= 2 * FORCE_AFTER else 0.0)),
+                "force_error": forces.series(),
                 "timing": {k: {"cpu": c, "wall": w} for k, (c, w) in clock.items()}})
     return out
+
+
+class ForceSamples:
+    """The predicted and produced sole normal forces and hand-link forces of a run at its
+    100 Hz samples (:mod:`rbc.control.prediction`): the policy step's allocation against
+    the plant's own wrenches at the same state with the efforts applied (the engines'
+    contact and constraint forces, :class:`rbc.compose.plant.PlantWrenchLog`; the reduced
+    plant's recovery, :class:`rbc.compose.runlog.WrenchLog` on the policies' scratch)."""
+
+    def __init__(self, comp, md, kin, plant, plant_name: str, data) -> None:
+        from rbc.compose.plant import PlantWrenchLog
+        from rbc.compose.runlog import WrenchLog
+        from rbc.ir import spatial as sp
+
+        self.md = md
+        self.up = sp.up_direction(kin.record.gravity)
+        self.log = (WrenchLog(comp, md, kin, data=data) if plant_name == "reduced"
+                    else PlantWrenchLog(comp, md, kin, plant))
+        self.t, self.rows = [], []
+        self.predicts = True
+
+    def sample(self, t: float, step, m, f: np.ndarray) -> None:
+        """One sample at time t [s]: the policy step's prediction (none: nothing logged)
+        and the plant's wrenches at the measured state m with the applied efforts f."""
+        from rbc.control.prediction import normal_forces, predicted_wrenches
+
+        pred = predicted_wrenches(step, self.md.links)
+        if pred is None:
+            self.predicts = False
+            return
+        sup, links = self.log.wrenches(m.q, m.v, f)
+        S, L = self.md.supports, self.md.links
+        self.t.append(t)
+        self.rows.append((normal_forces(np.array([pred.supports[s] for s in S]), self.up),
+                          normal_forces(np.array([sup[s] for s in S]), self.up),
+                          np.array([pred.links[n][3:] for n in L]).reshape(-1, 3),
+                          np.array([links[n][3:] for n in L]).reshape(-1, 3)))
+
+    def errors(self, after: float) -> dict | None:
+        """:func:`rbc.control.prediction.prediction_errors` of the samples at t ≥ after
+        [s]; None for a policy without a prediction."""
+        from rbc.control.prediction import prediction_errors
+
+        if not self.predicts:
+            return None
+        cols = [np.array(c) for c in zip(*self.rows, strict=True)] if self.rows else \
+            [np.zeros((0, len(self.md.supports)))] * 2 + [np.zeros((0, len(self.md.links),
+                                                                    3))] * 2
+        return prediction_errors(np.array(self.t), *cols, after)
+
+    def series(self) -> dict | None:
+        """Per sample the largest sole normal-force and link-force errors [N] (``t``,
+        ``sole``, ``link``); None for a policy without a prediction."""
+        if not self.predicts:
+            return None
+        return {"t": [float(x) for x in self.t],
+                "sole": [float(np.abs(a - b).max(initial=0.0)) for a, b, _, _ in self.rows],
+                "link": [float(np.linalg.norm(c - d, axis=-1).max(initial=0.0))
+                         for _, _, c, d in self.rows]}
 
 
 def interpolation(case: tuple) -> dict:
@@ -515,6 +591,7 @@ def run(ctx) -> Outcome:
                         ("policy", "plant", *forms), tuple(trow)))
     tables.append(Table("Allocation slack: largest ‖z‖∞ [N, N·m] / control steps above 1e-9",
                         ("policy", "plant", *forms), tuple(srow)))
+    tables.append(_force_table(runs, cases, plants, policies, forms, figures))
     crow = []
     for r in runs:
         tm, n = r.get("timing") or {}, max(r.get("steps", 0), 1)
@@ -567,6 +644,51 @@ def run(ctx) -> Outcome:
 
 def _mm(x):
     return None if x is None else 1e3 * x
+
+
+def force_cell(fp: dict | None) -> str:
+    """A force-prediction table cell: sole normal force RMS error [N] (relative to the mean
+    normal force) / link force RMS error [N] (relative to the RMS link force); "—" without
+    a prediction or samples."""
+    if not fp or not fp.get("samples"):
+        return "—"
+
+    def part(err, rel):
+        if err is None:
+            return "—"
+        return fmt(err, 3) + (f" ({fmt(100 * rel, 2)} %)" if rel is not None else "")
+
+    return (f"{part(fp['sole_rms'], fp['sole_relative'])} / "
+            f"{part(fp['link_rms'], fp['link_relative'])}")
+
+
+def _force_table(runs, cases, plants, policies, forms, figures) -> Table:
+    """Force prediction errors per policy × plant × formation (:mod:`rbc.control.
+    prediction`); the figures ``<formation>.<policy>[.<plant>].sole_force_error`` and
+    ``link_force_error`` [N]."""
+    rows = []
+    for pl, p in ((pl, p) for pl in plants for p in policies):
+        if not any(c[1] == p and c[5] == pl for c in cases):
+            continue
+        cells = [p, pl]
+        for f in forms:
+            r = next((x for x in runs if x["formation"] == f and x["policy"] == p
+                      and x["plant"] == pl), None)
+            fp = None if r is None else r.get("force_prediction")
+            cells.append("task failed" if r is None else force_cell(fp))
+            if fp and fp.get("samples"):
+                tag = "" if pl == "reduced" else f".{pl}"
+                figures[f"{f}.{p}{tag}.sole_force_error"] = fp["sole_rms"]
+                figures[f"{f}.{p}{tag}.link_force_error"] = fp["link_rms"]
+        rows.append(tuple(cells))
+    return Table(f"Force prediction after {FORCE_AFTER:g} s: sole normal force RMS error [N] "
+                 "(of the mean normal force) / hand-link force RMS error [N] (of the RMS "
+                 "link force)", ("policy", "plant", *forms), tuple(rows),
+                 note="predicted: the allocation's λ_b(f) and link wrenches at the measured "
+                      "state; produced: the plant's contact and constraint forces (the "
+                      "reduced plant's recovery) at the same instant, 100 Hz; per-robot "
+                      "models predict zero link force; — : no allocation (actuator PD). "
+                      f"Windows shorter than {2 * FORCE_AFTER:g} s count every sample.")
 
 
 def _plot_trajectories(ctx, runs, form: str) -> str:
