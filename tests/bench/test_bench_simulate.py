@@ -16,7 +16,8 @@ from tests.conftest import RECORDS
 
 FOURBAR_REF = RECORDS.parent / "tests" / "sim" / "fourbar_swing.csv"
 STEWART_REF = RECORDS / "references" / "stewart.csv"
-ROW_KEYS = {"prepare_s", "wall_s", "outside_loop_s", "duration_s", "real_time_factor",
+ROW_KEYS = {"prepare_s", "wall_s", "outside_loop_s", "kernel_load_s", "duration_s",
+            "real_time_factor",
             "physics_steps", "us_per_step", "ratio_to_peer", "tracking_rms", "port_rms",
             "max_loop_gap"}
 
@@ -37,8 +38,13 @@ def run(capsys, *argv):
     return code, out, err
 
 
-def check_row(row, duration, dt):
+def check_row(row, duration, dt, kernels=False):
     assert set(row) == ROW_KEYS
+    # the kernels' first call is timed apart, outside the loop (None: no kernels)
+    if kernels:
+        assert 0 < row["kernel_load_s"] <= row["outside_loop_s"]
+    else:
+        assert row["kernel_load_s"] is None
     assert row["duration_s"] == pytest.approx(duration)
     # fixed-step engines take one step per dt; the reduced backend's adaptive default
     # (dopri5) at least one per control period, more where its error control asks
@@ -56,8 +62,8 @@ def test_all_backends_on_stewart(bundles):
     assert r["robot"] == "stewart" and r["controller"] == "pd+ff" and r["peer"] == "mujoco"
     assert list(r["backends"]) == ["reduced", "mujoco", "pinocchio"]  # run order kept
     peer_wall = r["backends"]["mujoco"]["wall_s"]
-    for row in r["backends"].values():
-        check_row(row, duration, dt)
+    for name, row in r["backends"].items():
+        check_row(row, duration, dt, kernels=name == "reduced")
         assert row["ratio_to_peer"] == pytest.approx(row["wall_s"] / peer_wall, rel=1e-12)
         # every backend tracks the platform (20 ms of a slow reference: well below 1 µm)
         assert set(row["tracking_rms"]) == {"platform"}
@@ -75,8 +81,8 @@ def test_json_peer_is_the_first_backend_without_mujoco(bundles, capsys):
     r = json.loads(out)
     assert r["peer"] == "pinocchio" and list(r["backends"]) == ["pinocchio", "reduced"]
     assert r["duration"] == 0.02 and r["dt"] == 0.002
-    for row in r["backends"].values():
-        check_row(row, 0.02, 0.002)
+    for name, row in r["backends"].items():
+        check_row(row, 0.02, 0.002, kernels=name == "reduced")
         assert row["tracking_rms"] == {} and set(row["port_rms"]) == {"motor_A"}
     assert r["backends"]["pinocchio"]["ratio_to_peer"] == 1.0
 
@@ -87,8 +93,29 @@ def test_table(bundles, capsys):
     assert code == 0
     for text in ("reduced", "mujoco", "peer: mujoco", "prepare [s] (not in RTF)",
                  "control loop wall [s]", "real-time factor", "physics steps",
-                 "µs per physics step", "wall / mujoco", "max port RMS"):
+                 "µs per physics step", "wall / mujoco", "max port RMS",
+                 "kernel load [s] (not in RTF)"):
         assert text in out, text
+
+
+def test_fix_root_reaches_every_request(bundles, capsys, monkeypatch):
+    """--fix-root (an imported Cassie's pelvis welded, docs/simulate.md) goes into every
+    backend's request, as `rbc simulate --fix-root`."""
+    import rbc.bench.simulate as bench
+
+    seen = []
+    real = bench.prepare
+
+    def spy(bundle, opts, progress=None):
+        seen.append((opts.backend, opts.fix_root))
+        return real(bundle, opts, progress)
+
+    monkeypatch.setattr(bench, "prepare", spy)
+    code, _, err = run(capsys, "bench", "simulate", bundles["fourbar"], "--reference",
+                       FOURBAR_REF, "--duration", "0.004", "--backends", "reduced,mujoco",
+                       "--fix-root", "--json")
+    assert code == 0, err
+    assert seen == [("reduced", True), ("mujoco", True)]
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -15,7 +15,11 @@ Timed per backend:
 * ``real_time_factor`` — simulated duration / ``wall_s`` (the summary's own value);
 * ``us_per_step`` — ``wall_s`` / physics steps [µs] (controller and measurement included);
 * ``outside_loop_s`` — the rest of the :func:`~rbc.sim.run.simulate` call: building the
-  plant (e.g. the MJCF export for MuJoCo) and computing the summary;
+  plant (e.g. the MJCF export for MuJoCo; loading the reduced backend's compiled kernels)
+  and computing the summary;
+* ``kernel_load_s`` — of that, the reduced backend's first call of its kernels (numba's
+  cache load, about a second per process; a compile on a fresh install), None for the
+  other backends: the first-call time, apart from the warm loop's;
 * ``ratio_to_peer`` — ``wall_s`` / the peer's ``wall_s``. The peer is ``mujoco`` when it is
   in the list, else the first backend.
 
@@ -76,7 +80,7 @@ def bench_simulate(bundle: str | Path, reference: str | Path,
                    backends: Sequence[str] = DEFAULT_BACKENDS, duration: float = 2.0,
                    dt: float = 1e-3, controller: str = "pd+ff",
                    progress: BenchProgress | None = None, evaluator: str = "kernel",
-                   integrator: str = "dopri5") -> dict:
+                   integrator: str = "dopri5", fix_root: bool = False) -> dict:
     """Run the same simulation on each backend in turn and time it (module docstring).
 
     Args:
@@ -89,11 +93,14 @@ def bench_simulate(bundle: str | Path, reference: str | Path,
         evaluator, integrator: the reduced backend's (``kernel`` | ``reference``; ``dopri5``
             | ``rk4`` | ``RK45`` | ``DOP853``).
         progress: called with (backend, stage, fraction in [0, 1]).
+        fix_root: weld floating roots to the world on every backend (``rbc simulate
+            --fix-root``; an imported Cassie's pelvis).
 
     Returns:
         ``{"bundle", "reference", "robot", "controller", "evaluator", "integrator",
         "duration" [s], "dt" [s], "peer",
-        "backends": {name: {"prepare_s", "wall_s", "outside_loop_s", "duration_s",
+        "backends": {name: {"prepare_s", "wall_s", "outside_loop_s", "kernel_load_s",
+        "duration_s",
         "real_time_factor", "physics_steps", "us_per_step", "ratio_to_peer",
         "tracking_rms" {task: m}, "port_rms" {actuator: m or rad}, "max_loop_gap" [m]}}}``,
         backends in run order; times in seconds unless the key says µs.
@@ -125,7 +132,7 @@ def bench_simulate(bundle: str | Path, reference: str | Path,
     for name in names:  # every check on every backend before the first loop runs
         own = {"evaluator": evaluator, "integrator": integrator} if name == "reduced" else {}
         opts = SimOptions(backend=name, controller=controller, duration=duration, dt=dt,
-                          reference=Path(reference), **own)
+                          reference=Path(reference), fix_root=fix_root, **own)
         prepared[name] = prepare(bundle, opts, stage(name))
     rows: dict[str, dict] = {}
     for name in names:
@@ -137,6 +144,7 @@ def bench_simulate(bundle: str | Path, reference: str | Path,
             "prepare_s": float(s["prepare_time"]),
             "wall_s": wall,
             "outside_loop_s": call - wall,
+            "kernel_load_s": (s.get("integration") or {}).get("kernel_load_s"),
             "duration_s": float(s["duration"]),
             "real_time_factor": float(s["real_time_factor"]),
             "physics_steps": steps,

@@ -319,6 +319,9 @@ def bench_simulate_command(
         help="Reduced backend evaluator: kernel or reference.")] = "kernel",
     integrator: Annotated[str, typer.Option(
         help="Reduced backend integrator: dopri5, rk4, RK45 or DOP853.")] = "dopri5",
+    fix_root: Annotated[bool, typer.Option(
+        "--fix-root", help="Weld floating roots to the world (rbc simulate --fix-root).")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """The same closed-loop simulation on each backend: loop wall time, real-time factor."""
@@ -339,7 +342,7 @@ def bench_simulate_command(
             bar.update(tasks[backend, stage], completed=fraction)
 
         r = bench_simulate(bundle, reference, names, duration, dt, controller, progress,
-                           evaluator, integrator)
+                           evaluator, integrator, fix_root)
     if as_json:
         typer.echo(json.dumps(r, indent=2))
         return
@@ -356,6 +359,8 @@ def bench_simulate_command(
     lines = [
         ("prepare [s] (not in RTF)", lambda w: f"{w['prepare_s']:.3f}"),
         ("control loop wall [s]", lambda w: f"{w['wall_s']:.3f}"),
+        ("kernel load [s] (not in RTF)", lambda w: "-" if w["kernel_load_s"] is None
+         else f"{w['kernel_load_s']:.3f}"),
         ("simulated [s]", lambda w: f"{w['duration_s']:g}"),
         ("real-time factor", lambda w: f"{w['real_time_factor']:.3g}"),
         ("physics steps", lambda w: str(w["physics_steps"])),

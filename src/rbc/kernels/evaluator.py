@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from rbc.kernels import kinematics as kk
-from rbc.kernels import step
-from rbc.kernels.layout import Layout, layout
+from rbc.kernels import lift, step
+from rbc.kernels.layout import S_NMOD, Layout, layout
 from rbc.model.compiled import CompiledModel, Partition
 from rbc.model.tree import TreeModel, build_tree
 
@@ -210,6 +210,10 @@ class KernelStage:
         self._row_scale = _f64(sc.rows)
         self._col_scale = _f64(sc.cols)
         self._fresh_c = False  # Cc belongs to q (set by the kernels, not by reseed)
+        lay = km.layout
+        self._blocks = np.empty(lift.blocks_size(lay.I, lay.IO))  # the cond bound's anchor
+        self._sv = np.zeros((int(lay.segment("sizes")[S_NMOD]), 2))
+        self._anchored = False
 
     def stage(self, y: np.ndarray, f: np.ndarray) -> np.ndarray | None:
         """ẏ (2 n_u + 2,) = (u, u̇, P_act, P_passive) at the state y = (x, u, W_act,
@@ -236,14 +240,48 @@ class KernelStage:
 
     def scaled_cond(self) -> float | None:
         """Scaled cond(R_p) at q (:func:`rbc.model.partition.scaled_cond`), None when the
-        closure Jacobian at q is not held (after a reseed)."""
+        closure Jacobian at q is not held (after a reseed). Anchors
+        :meth:`scaled_cond_bound` at q."""
         if not self._fresh_c:
             return None
         lay = self.km.layout
-        from rbc.kernels.lift import scaled_cond
+        self._anchored = True
+        return float(lift.scaled_cond_anchor(lay.I, lay.IO, lay.F, lay.FO, self.Cc,
+                                             self._row_scale, self._col_scale,
+                                             self._blocks, self._sv))
 
-        return float(scaled_cond(lay.I, lay.IO, lay.F, lay.FO, self.Cc, self._row_scale,
-                                 self._col_scale))
+    def scaled_cond_bound(self) -> float | None:
+        """An upper bound of :meth:`scaled_cond` at q from the last configuration it was
+        evaluated at (:func:`rbc.kernels.lift.scaled_cond_bound`, a few µs against its tens);
+        None when the Jacobian at q is not held or :meth:`scaled_cond` never ran."""
+        if not self._fresh_c or not self._anchored:
+            return None
+        lay = self.km.layout
+        return float(lift.scaled_cond_bound(lay.I, lay.IO, lay.F, lay.FO, self.Cc,
+                                            self._row_scale, self._col_scale, self._blocks,
+                                            self._sv))
+
+    def warm(self) -> float:
+        """Load (or compile) every kernel a run calls, on scratch copies of the state, so the
+        first step does not pay it; returns the wall time taken [s] (numba's cache load:
+        about a second per process, much longer on a fresh install that compiles)."""
+        import time
+
+        t0 = time.perf_counter()
+        y = np.zeros(2 * self.n + 2)
+        y[np.array(self.km.layout.segment("keep_u"))] = self.x0
+        f = np.zeros(self.km.n_act)
+        args = (self.q.copy(), self.E.copy(), self.x0.copy(), self.rho.copy(), self.Cc.copy())
+        step.stage(*self.km._args, *args, y, f, self.tol, self.max_iter,
+                   np.empty(y.size), np.empty(self.v.size))
+        step.project(*self.km._args, *args, y, self.tol, self.max_iter)
+        lay = self.km.layout
+        blocks, sv = self._blocks.copy(), self._sv.copy()
+        lift.scaled_cond_anchor(lay.I, lay.IO, lay.F, lay.FO, args[4], self._row_scale,
+                                self._col_scale, blocks, sv)
+        lift.scaled_cond_bound(lay.I, lay.IO, lay.F, lay.FO, args[4], self._row_scale,
+                               self._col_scale, blocks, sv)
+        return time.perf_counter() - t0
 
     def reseed(self, q: np.ndarray, E: np.ndarray, rho: np.ndarray) -> None:
         """Restart from a configuration closed elsewhere (the reference path)."""

@@ -218,10 +218,9 @@ def lift_matrix(I, IO, F, FO, Cc, lu, piv, E):
 
 
 @njit(cache=True)
-def scaled_cond(I, IO, F, FO, Cc, row_scale, col_scale):
-    """2-norm condition number of the scaled dependent block ``D_r R_p D_c`` from the compact
-    C (the quantity of :func:`rbc.model.partition.scaled_cond`): R_p is block diagonal by
-    module, so its singular values are the blocks' (largest over smallest of all blocks).
+def scaled_blocks(I, IO, F, FO, Cc, row_scale, col_scale, out):
+    """The module blocks of the scaled dependent block ``D_r R_p D_c`` from the compact C,
+    row-major one after another in out (``Σ r_m²``,: :func:`blocks_size`).
 
     Args:
         row_scale: (n_rows,) the row scales by closure row; col_scale: (nv,) by coordinate.
@@ -231,22 +230,99 @@ def scaled_cond(I, IO, F, FO, Cc, row_scale, col_scale):
     p_ptr, p_src = iseg(I, IO, I_MOD_P_PTR), iseg(I, IO, I_MOD_P_SRC)
     p_dst = iseg(I, IO, I_MOD_P_DST)
     coef = fseg(F, FO, F_CP_COEF)
-    nmod = sizes[S_NMOD]
-    if nmod == 0:
-        return 1.0
-    big, small = 0.0, np.inf
-    for m in range(nmod):
+    off = 0
+    for m in range(sizes[S_NMOD]):
         r = ptr[m + 1] - ptr[m]
-        A = np.zeros(r * r)
-        _gather(Cc, coef, p_src, p_dst, p_ptr[m], p_ptr[m + 1], A, 0)
-        A = A.reshape((r, r))
+        out[off: off + r * r] = 0.0
+        _gather(Cc, coef, p_src, p_dst, p_ptr[m], p_ptr[m + 1], out, off)
         for a in range(r):
             for d in range(r):
-                A[a, d] *= row_scale[rows[ptr[m] + a]] * col_scale[dep[ptr[m] + d]]
-        lo, hi = _extreme_singular_values(A)
+                out[off + a * r + d] *= row_scale[rows[ptr[m] + a]] * col_scale[dep[ptr[m] + d]]
+        off += r * r
+
+
+@njit(cache=True)
+def blocks_size(I, IO):
+    """``Σ r_m²``: the length of :func:`scaled_blocks`' output."""
+    ptr = iseg(I, IO, I_MOD_PTR)
+    n = 0
+    for m in range(iseg(I, IO, I_SIZES)[S_NMOD]):
+        n += (ptr[m + 1] - ptr[m]) ** 2
+    return n
+
+
+@njit(cache=True)
+def scaled_cond(I, IO, F, FO, Cc, row_scale, col_scale):
+    """2-norm condition number of the scaled dependent block ``D_r R_p D_c`` from the compact
+    C (the quantity of :func:`rbc.model.partition.scaled_cond`): R_p is block diagonal by
+    module, so its singular values are the blocks' (largest over smallest of all blocks).
+
+    Args:
+        row_scale: (n_rows,) the row scales by closure row; col_scale: (nv,) by coordinate.
+    """
+    nmod = iseg(I, IO, I_SIZES)[S_NMOD]
+    blocks = np.empty(blocks_size(I, IO))
+    sv = np.empty((nmod, 2))
+    return scaled_cond_anchor(I, IO, F, FO, Cc, row_scale, col_scale, blocks, sv)
+
+
+@njit(cache=True)
+def scaled_cond_anchor(I, IO, F, FO, Cc, row_scale, col_scale, blocks, sv):
+    """:func:`scaled_cond`, keeping what :func:`scaled_cond_bound` starts from: the scaled
+    blocks (``Σ r_m²``,) and each block's ``(σ_min, σ_max)`` in sv (n_modules, 2), out."""
+    ptr = iseg(I, IO, I_MOD_PTR)
+    nmod = iseg(I, IO, I_SIZES)[S_NMOD]
+    if nmod == 0:
+        return 1.0
+    scaled_blocks(I, IO, F, FO, Cc, row_scale, col_scale, blocks)
+    big, small = 0.0, np.inf
+    off = 0
+    for m in range(nmod):
+        r = ptr[m + 1] - ptr[m]
+        lo, hi = _extreme_singular_values(blocks[off: off + r * r].copy().reshape((r, r)))
+        sv[m, 0], sv[m, 1] = lo, hi
         big = max(big, hi)
         small = min(small, lo)
+        off += r * r
     return big / small if small > 0.0 else np.inf
+
+
+#: Relative slack of :func:`scaled_cond_bound` over the Weyl bound: it covers the rounding
+#: of the anchor's singular values (≤ 1e-8 relative, :data:`GRAM_FLOOR`) and of the bound's
+#: own sums, so that a bound at or below a threshold certifies that :func:`scaled_cond`
+#: would be at or below it too.
+COND_BOUND_SLACK = 1e-6
+
+
+@njit(cache=True)
+def scaled_cond_bound(I, IO, F, FO, Cc, row_scale, col_scale, blocks, sv):
+    """An upper bound of :func:`scaled_cond` at the compact C from an anchor (blocks and
+    sv from :func:`scaled_cond_anchor` at another configuration), in ``O(Σ r_m²)``.
+
+    Weyl's inequality (Golub & Van Loan, *Matrix Computations*, 4th ed., Cor. 8.6.2):
+    ``|σ_i(A + Δ) − σ_i(A)| ≤ ‖Δ‖₂ ≤ ‖Δ‖_F`` per block, so ``cond ≤ max_m(σ_max,m + δ_m) /
+    min_m(σ_min,m − δ_m)`` with δ_m the Frobenius norm of block m's change, times
+    ``1 +`` :data:`COND_BOUND_SLACK`; inf when a block's change reaches its σ_min.
+    """
+    ptr = iseg(I, IO, I_MOD_PTR)
+    nmod = iseg(I, IO, I_SIZES)[S_NMOD]
+    if nmod == 0:
+        return 1.0
+    now = np.empty(blocks.size)
+    scaled_blocks(I, IO, F, FO, Cc, row_scale, col_scale, now)
+    big, small = 0.0, np.inf
+    off = 0
+    for m in range(nmod):
+        r = ptr[m + 1] - ptr[m]
+        d2 = 0.0
+        for k in range(off, off + r * r):
+            d = now[k] - blocks[k]
+            d2 += d * d
+        delta = math.sqrt(d2)
+        big = max(big, sv[m, 1] + delta)
+        small = min(small, sv[m, 0] - delta)
+        off += r * r
+    return (1.0 + COND_BOUND_SLACK) * big / small if small > 0.0 else np.inf
 
 
 #: Below this ratio of the Gram matrix's extreme eigenvalues (cond > 1e4) the singular values

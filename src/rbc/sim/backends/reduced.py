@@ -70,7 +70,11 @@ split) and one :data:`~rbc.model.partition.REPARTITION_GAIN` times better condit
 adopted: the state is transferred (``x′`` the new independent values, ``u′ = (E u)`` at the new
 independent indices; the works carry over) and the event is logged (time, old and new sets,
 condition numbers). A rank change is logged as a mechanism event and the run continues with
-the partition of the new rank.
+the partition of the new rank. On the kernel evaluator the check first evaluates an upper
+bound of the condition number from the last configuration it was computed at
+(:func:`rbc.kernels.lift.scaled_cond_bound`, Weyl's inequality on the change of R_p): when
+the bound is within the limit so is the number, and the decision is the one the full
+evaluation would make at a tenth of its cost.
 
 **Independent coordinates.** Scalar ones (revolute, prismatic, helical, universal,
 cylindrical, planar) are integrated by their values as above. Where a speed is not the rate
@@ -281,10 +285,16 @@ class ReducedBackend(Backend):
         try:
             km = KernelModel(self.plant, part, self.dm.tree)
             L = self.close.lifted
-            return KernelStage(km, self.close.q, L.E, L.geometry.rho)
+            stage = KernelStage(km, self.close.q, L.E, L.geometry.rho)
         except LayoutError as err:
             self.evaluator_note = f"kernel layout: {err}; the reference evaluator ran"
             return None
+        self.kernel_load_time = (self.kernel_load_time or 0.0) + stage.warm()
+        return stage
+
+    #: Wall time spent loading (or compiling) the kernels before the first step [s]; None
+    #: when no stage ran on them.
+    kernel_load_time: float | None = None
 
     @property
     def _closed(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -584,10 +594,15 @@ class ReducedBackend(Backend):
         """Re-select the independent set when the current R_p degrades (module docstring,
         "Run-time re-partitioning")."""
         k = self.plant
+        limit = max(REPARTITION_MIN, 2.0 * self._cond_ref)
+        if self.kernel is not None:  # an upper bound at or below the limit decides alone
+            bound = self.kernel.scaled_cond_bound()
+            if bound is not None and bound <= limit:
+                return
         cond = None if self.kernel is None else self.kernel.scaled_cond()
         if cond is None:  # the reference closed here
             cond = scaled_cond(k, self.part, self.close.lifted)
-        if cond <= max(REPARTITION_MIN, 2.0 * self._cond_ref):
+        if cond <= limit:
             return
         q, E, _ = self._closed
         found = reselect(k, self.part, q, cond,
@@ -612,6 +627,7 @@ class ReducedBackend(Backend):
         return {"integrator": self.integrator, "rtol": self.rtol, "atol": self.atol,
                 "evaluator": "reference" if self.kernel is None else "kernel",
                 "evaluator_note": self.evaluator_note, "kernel_handbacks": self.handbacks,
+                "kernel_load_s": self.kernel_load_time,
                 "accepted_steps": st.accepted, "rejected_steps": st.rejected,
                 "evaluations": st.evaluations, "max_error_estimate": st.worst,
                 "max_error_time": st.worst_time,
