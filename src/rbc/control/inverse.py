@@ -82,7 +82,8 @@ def allocation_report(comp, mode: str, q: np.ndarray, u: np.ndarray,
 
 
 def sample_allocation(mm, data, coords: IndependentCoordinates, q: np.ndarray,
-                      v: np.ndarray, a: np.ndarray, *, coulomb: bool = False):
+                      v: np.ndarray, a: np.ndarray, *, coulomb: bool = False,
+                      loads: dict[str, float] | None = None, weights=None):
     """Inverse-dynamics allocation at a reference state of a mode: the tracking law on the
     state itself (e = 0, s = 0: ``Q = Γ u̇ + C u + g + D u`` with ``u̇ = a[independent]``)
     and the allocation QP with the dances' nominal model (no Coulomb friction by default;
@@ -91,7 +92,10 @@ def sample_allocation(mm, data, coords: IndependentCoordinates, q: np.ndarray,
     Args:
         mm, data: the mode's member model and scratch data; coords: its independent
             coordinates; q (nq,), v (nv,), a (nv,): a closed configuration, its speeds and
-            accelerations (a reference sample); coulomb: keep the model's Coulomb friction.
+            accelerations (a reference sample); coulomb: keep the model's Coulomb friction;
+            loads: σ per support (the stepping ramps; default 1); weights: the QP's
+            :class:`~rbc.control.allocation.AllocationWeights` (default η = 0, the dances';
+            stepping uses η = 2e-4).
 
     Returns:
         The :class:`~rbc.control.allocation.Allocation`.
@@ -104,8 +108,11 @@ def sample_allocation(mm, data, coords: IndependentCoordinates, q: np.ndarray,
     u = np.asarray(v, dtype=float)[coords.partition.independent]
     terms = composed_terms(mm, data, q, u)
     ts = tracking_state(coords, q, terms.v, q, v, a)
+    from rbc.control.allocation import AllocationWeights
+
     return allocate(allocation_problem(mm, data, terms, commanded_force(terms, ts),
-                                       coulomb=coulomb))
+                                       coulomb=coulomb, loads=loads,
+                                       weights=weights or AllocationWeights()))
 
 
 __all__: Sequence[str] = ("SLACK_LIMIT", "allocation_report", "sample_allocation")

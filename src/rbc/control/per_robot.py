@@ -15,6 +15,7 @@ slack.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -64,31 +65,42 @@ def _solo_text(comp, member, supports: Sequence[str]) -> str:
             f"modes:\n  - {{name: own, supports: [{sup}], links: none}}\n")
 
 
-def robot_models(comp, mode: str) -> tuple[RobotModel, ...]:
-    """Every member's own model in the composed mode ``mode`` (module docstring).
+def robot_models(comp, mode: str, anchors: np.ndarray | None = None
+                 ) -> tuple[RobotModel, ...]:
+    """Every member's own model in the composed mode ``mode`` (module docstring), its
+    supports at ``anchors`` ((k, 7) in the mode's support order; default the mode's
+    reference anchors — a stepping formation's anchors move with its steps).
 
     Raises:
         RecordError, CompileError: a member whose own mode cannot be analysed (as
             :func:`rbc.compose.system.compose`).
     """
-    from rbc.compose.spec import parse_composition_text
-    from rbc.compose.system import compose
-
     md = comp.modes[mode]
     big = comp.model(md)
+    every = md.anchors if anchors is None else np.asarray(anchors, dtype=float)
     out = []
     for m in comp.members:
-        own = [s for s in md.supports if s.startswith(m.name + "/")]
-        spec = parse_composition_text(_solo_text(comp, m, own), f"<{m.name} alone>")
-        solo = compose(spec, [m.model])
-        anchors = np.array([md.anchors[md.supports.index(s)] for s in own]).reshape(-1, 7)
-        mm = MemberModel.build(solo, "own", anchors)
+        own = tuple(s for s in md.supports if s.startswith(m.name + "/"))
+        solo = _solo(comp, m, own)
+        mine = np.array([every[md.supports.index(s)] for s in own]).reshape(-1, 7)
+        mm = MemberModel.build(solo, "own", mine)
         kin = mm.kin
         acts = {a.name: n for n, a in enumerate(big.record.actuators)}
         ports = np.array([acts[a.name] for a in kin.record.actuators], dtype=np.int64)
         out.append(RobotModel(m.name, mm, solo.modes["own"].partition, DynamicsData.of(mm.dm),
                               _ordered(kin, big, "q"), _ordered(kin, big, "v"), ports))
     return tuple(out)
+
+
+@functools.lru_cache(maxsize=64)
+def _solo(comp, member, supports: tuple[str, ...]):
+    """The one-member composition of ``member`` on its ``supports`` (cached: the member
+    models of other anchors reuse its analysis)."""
+    from rbc.compose.spec import parse_composition_text
+    from rbc.compose.system import compose
+
+    spec = parse_composition_text(_solo_text(comp, member, supports), f"<{member.name} alone>")
+    return compose(spec, [member.model])
 
 
 def _ordered(kin, big, which: str) -> np.ndarray:

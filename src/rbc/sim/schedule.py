@@ -473,7 +473,7 @@ def _with_anchors(ik: CompiledModel, n_base: int, anchors: list[pin.SE3], by_nam
     return replace(ik, A=tuple(A))
 
 
-def _chart_rates(pose, t: float, h: float, body: bool) -> tuple[np.ndarray, np.ndarray]:
+def chart_rates(pose, t: float, h: float, body: bool) -> tuple[np.ndarray, np.ndarray]:
     """Twist and its rate [ω; v] (angular-first) of a pose curve ``pose(t)`` at t by
     five-point central differences in the chart at t: ``log(T(t)⁻¹ T(t+δ))`` (body twist)
     or ``log(T(t+δ) T(t)⁻¹)`` (spatial twist). In that chart the first derivative is the
@@ -494,6 +494,32 @@ def _rates(f, t: float, h: float) -> tuple[float, float]:
     y = [f(t + j * h) for j in (-2, -1, 0, 1, 2)]
     return ((y[0] - 8 * y[1] + 8 * y[3] - y[4]) / (12 * h),
             (-y[0] + 16 * y[1] - 30 * y[2] + 16 * y[3] - y[4]) / (12 * h * h))
+
+
+def anchored_state(model: CompiledModel, part, L, u: np.ndarray, ud: np.ndarray,
+                   zeta: np.ndarray, zeta_dot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Speeds and accelerations (nv,) on the closure manifold with moving anchors.
+
+    The held frame of every support equals its anchor, so on the closure rows ``C v = ζ``
+    and ``C a + Ċ v = ζ̇`` (ζ (n_rows,): the anchors' spatial twists ``[ω; v]`` on their
+    chords' rows, 0 on the others; ζ̇ their rates). With the independent speeds u and
+    accelerations u̇ (n_u,): ``v = E u + R_p⁻¹ S ζ`` and
+    ``a_dep = R_p⁻¹ S (ζ̇ − Ċ v − C_ind u̇)`` by the lift's LU factors.
+
+    Args:
+        model: the model with its anchors at the closed state's; part: the partition;
+        L: its lift at the closed q (:func:`rbc.model.partition.lift`).
+    """
+    ind, rows = part.independent, part.rows
+    v = L.E @ u
+    if part.rank:
+        v[part.dependent] += L.solve(zeta[rows])
+    cv = L.geometry.velocity_product(model, v)
+    a = np.zeros(model.nv)
+    a[ind] = ud
+    if part.rank:
+        a[part.dependent] = L.solve(zeta_dot[rows] - cv[rows] - L.C[rows][:, ind] @ ud)
+    return v, a
 
 
 def lift_support_reference(model: CompiledModel, knots: SupportKnots, dt: float,
@@ -521,7 +547,7 @@ def lift_support_reference(model: CompiledModel, knots: SupportKnots, dt: float,
     nb, nvb = model.nq, model.nv
     Q, V, A = np.empty((n, nb)), np.empty((n, nvb)), np.empty((n, nvb))
     h = FD_STEP
-    ind, rows = part.independent, part.rows
+    ind = part.independent
     rs = ik.v_slice(inv.root)
     root_cols = np.searchsorted(ind, np.arange(rs.start, rs.stop))
     joint_cols = {j: int(np.searchsorted(ind, j)) for j in inv.joint_targets}
@@ -531,22 +557,15 @@ def lift_support_reference(model: CompiledModel, knots: SupportKnots, dt: float,
         model_t = _with_anchors(ik, inv.n_base, inv.targets(t)[1], inv.by_name, inv.names)
         L = lift(model_t, part, q)
         u, ud = np.zeros(ind.size), np.zeros(ind.size)
-        u[root_cols], ud[root_cols] = _chart_rates(lambda x: inv.targets(x)[0], t, h, True)
+        u[root_cols], ud[root_cols] = chart_rates(lambda x: inv.targets(x)[0], t, h, True)
         for j, col in joint_cols.items():
             u[col], ud[col] = _rates(lambda x, j=j: inv.targets(x)[2][j], t, h)
         zeta, zeta_dot = np.zeros(ik.n_rows), np.zeros(ik.n_rows)
         for m, name in enumerate(inv.names):
             r = chord_row[name]
-            zeta[r: r + 6], zeta_dot[r: r + 6] = _chart_rates(
+            zeta[r: r + 6], zeta_dot[r: r + 6] = chart_rates(
                 lambda x, m=m: inv.targets(x)[1][m], t, h, False)
-        v = L.E @ u
-        if part.rank:
-            v[part.dependent] += L.solve(zeta[rows])
-        cv = L.geometry.velocity_product(model_t, v)
-        a = np.zeros(ik.nv)
-        a[ind] = ud
-        if part.rank:
-            a[part.dependent] = L.solve(zeta_dot[rows] - cv[rows] - L.C[rows][:, ind] @ ud)
+        v, a = anchored_state(model_t, part, L, u, ud, zeta, zeta_dot)
         Q[i], V[i], A[i] = q[:nb], v[:nvb], a[:nvb]
         if progress is not None:
             progress((i + 1) / n)
