@@ -107,3 +107,45 @@ def test_wrong_length_is_refused(tmp_path):
     for n in (exp.qpos.size + 1, exp.qpos.size - 1):  # too long, and short on a joint border
         with pytest.raises(ValueError, match="qpos has"):
             tree_configuration(model, exp, np.zeros(n), model.partitions["default"].q_ref)
+
+
+@pytest.mark.parametrize("name", ["stewart", "excavator", "mixed"])
+def test_readback_speeds_invert_the_velocity_map(tmp_path, name):
+    """TreeReadback.speeds solves ``P v = qvel`` block by block (copies, a ball's body-frame
+    rotation, a free root's ``[ṗ; ω]``, a planar rotation, a gimbal's three columns): the
+    speeds that made qvel come back, and equal the whole map's sparse solve (map_solve)."""
+    from rbc.backends.mjcf_state import TreeReadback
+    from rbc.sim.backends.mujoco import map_solve
+
+    model = _compiled(tmp_path, name, MIXED if name == "mixed" else None)
+    exp = export_mjcf(model, model.partitions["default"])
+    rb = TreeReadback.of(model, exp)
+    assert rb.exact and rb.nq == exp.qpos.size
+    rng = np.random.default_rng(20261202)
+    tree = np.concatenate([np.arange(model.nv)[model.v_slice(k)] for k in model.tree_edges])
+    for _ in range(5):
+        q = _random_tree_q(model, rng)
+        v = np.zeros(model.nv)
+        v[tree] = rng.uniform(-1, 1, tree.size)
+        P = exp.velocity_map(model, q)
+        qvel = P @ v
+        back = rb.speeds(q, qvel)
+        # a 3 × 3 or 6 × 6 solve per joint against a sparse LU of the whole map: round-off
+        np.testing.assert_allclose(back, v, rtol=0, atol=1e-13)
+        np.testing.assert_allclose(back, map_solve(P, qvel), rtol=0, atol=1e-13)
+
+
+def test_readback_keeps_the_quaternion_side(tmp_path):
+    """A ball or free joint read back from −q's MuJoCo quaternion keeps the fallback's
+    side (the same rotation either way; continuity from one readback to the next)."""
+    from rbc.backends.mjcf_state import TreeReadback
+
+    model = _compiled(tmp_path, "mixed", MIXED)
+    exp = export_mjcf(model, model.partitions["default"])
+    q = _random_tree_q(model, np.random.default_rng(3))
+    qpos = exp.qpos_of(model, q)
+    mj, r, _ = next(x for x in TreeReadback.of(model, exp).joints if x[0].type == "free")
+    qpos[r + 3: r + 7] *= -1.0  # the same root orientation, the other side
+    back = tree_configuration(model, exp, qpos, q)
+    sl = model.q_slice(mj.edge)
+    np.testing.assert_allclose(back[sl], q[sl], rtol=0, atol=1e-14)

@@ -116,3 +116,69 @@ def test_support_wrench_map_equals_the_svd_formula(moving):
         W = (X @ need)[6 * n0:].reshape(-1, 6)
         W = _about(W, _points(mm, data, q)[n0:])
         assert _rel(smap(f), W) <= 1e-11
+
+
+@pytest.fixture(scope="module")
+def realistic(pair):
+    """The pair's realistic MuJoCo plant moved 30 ms under seeded random efforts (off the
+    floor here: it drops, which is a moving state as good as any)."""
+    from rbc.compose.plant import ComposedMujoco, Realism
+
+    comp = pair[1]
+    md = comp.mode("stand")
+    k = comp.model(md)
+    plant = ComposedMujoco(k, md.partition, md.partition.q_ref, np.zeros(k.nv), 1e-3,
+                           composed=(comp, md), realism=Realism(seed=7))
+    lim = np.array([a.effort_limits for a in k.record.actuators], dtype=float)
+    f = np.random.default_rng(5).uniform(0.2 * lim[:, 0], 0.2 * lim[:, 1])
+    for _ in range(15):
+        plant.advance(f, 2)
+        plant.measure()
+    return plant
+
+
+def test_closed_form_readback_equals_the_newton_readback(realistic):
+    """MuJoCo's qpos/qvel read back joint by joint in closed form (TreeReadback) equal
+    Newton on qpos_of and the whole velocity map's sparse solve, from the same last
+    readback. Newton stops at a qpos residual of READBACK_TOL = 1e-12 (and converges
+    quadratically, so it is usually far closer): 1e-12."""
+    inner = realistic.inner
+    k = inner.plant
+    assert inner.readback.exact
+    last = inner._q_last.copy()
+    qa, va = inner.tree_state()
+    inner._q_last = last
+    qb, vb = inner.tree_state_newton()
+    tree = np.concatenate([np.arange(k.nq)[k.q_slice(e)] for e in k.tree_edges])
+    assert _rel(qa[tree], qb[tree]) <= 1e-12
+    assert _rel(va, vb) <= 1e-12
+    assert np.array_equal(np.delete(qa, tree), np.delete(qb, tree))  # cuts: the last's
+
+
+def test_kernel_measurement_equals_the_reference_path(realistic):
+    """The measurement through the run-time kernels (pose pass for the charts, the noise's
+    integration, the lift) equals the reference path (body_poses, CompiledModel.integrate,
+    the SuperLU lift) at the same engine state with the same noise draws: the same algebra
+    in another order (the kernels are held to 1e-13 of Pinocchio), so SAME."""
+    plant = realistic
+    assert plant.kernel is not None
+    last, kernel = plant._q.copy(), plant.kernel
+    runs = []
+    for km in (kernel, None):
+        plant._q, plant.kernel = last.copy(), km
+        plant.rng = np.random.default_rng(99)
+        runs.append(plant.state())
+    plant.kernel = kernel
+    (qa, va), (qb, vb) = runs
+    assert _rel(qa, qb) <= SAME
+    assert _rel(va, vb) <= SAME
+    k = plant.mode
+    np.testing.assert_allclose(kernel.integrate(qb, va), k.integrate(qb, va), rtol=0,
+                               atol=1e-14)
+    from rbc.model.kinematics import body_poses
+
+    P = kernel.body_poses(qb)
+    ref = body_poses(k, qb)
+    assert np.array_equal(P[-1], np.eye(3, 4))  # the world last
+    np.testing.assert_allclose(P[:-1, :, :3], [T.rotation for T in ref], rtol=0, atol=1e-14)
+    np.testing.assert_allclose(P[:-1, :, 3], [T.translation for T in ref], rtol=0, atol=1e-14)

@@ -36,7 +36,9 @@ coordinate, every screw (prismatic) coordinate, the base pose through the SE(3) 
 reconstructed from the measured body poses (:func:`rbc.model.modes.cut_coordinates`: the
 members' loops and the link charts; support charts by :func:`rbc.sim.schedule.mode_state`),
 and every speed from the compiled lift of the measured independent speeds,
-``v = E(q) v[independent]``; port displacements and rates from that state. Energies, task
+``v = E(q) v[independent]``; port displacements and rates from that state. The pose pass,
+the noise's integration and the lift run on the run-time kernels where their layout takes
+the model (:func:`measurement_kernel`). Energies, task
 positions and loop gaps are the engine's (true) values.
 
 **Wrenches** (``links/<l>/wrench``, ``supports/<s>/wrench``, :class:`PlantWrenchLog`): the
@@ -49,7 +51,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-import pinocchio as pin
 
 from rbc.compose.flat import mode_model
 from rbc.compose.runlog import WrenchLog
@@ -165,29 +166,36 @@ def realistic_record_model(k: CompiledModel, r: Realism) -> CompiledModel:
     return replace(k, record=replace(rec, joints=tuple(joints), actuators=tuple(acts)))
 
 
-def chart_coordinates(k: CompiledModel, q: np.ndarray) -> np.ndarray:
+def chart_coordinates(k: CompiledModel, q: np.ndarray, rotations: np.ndarray | None = None
+                      ) -> np.ndarray:
     """q (nq,) with every cut joint's coordinates (the members' loops, the links, the
     supports) taken from the body poses of its tree configuration: one forward-kinematics
-    pass, then per chord the relative pose ``Q = A⁻¹ T_parent⁻¹ T_child B`` of its two
+    pass, then per chord the relative rotation ``Q = A⁻¹ T_parent⁻¹ T_child B`` of its two
     joint frames read in the joint's chart — a ball joint's quaternion of Q's rotation, a
     revolute's angle about its axis a, ``θ = atan2(a·w, tr R − aᵀRa)`` with w the axial
     vector of ``R − Rᵀ`` (the rotation about a closest to R in the Frobenius norm: exact
     on a closed loop, the best fit on an open one). Other cut types go through
-    :func:`rbc.model.modes.cut_coordinates` (Gauss–Newton on the chord's columns)."""
+    :func:`rbc.model.modes.cut_coordinates` (Gauss–Newton on the chord's columns).
+
+    Args:
+        rotations: (n_bodies + 1, 3, 3) the world rotations of the bodies at q, the world
+            last (a caller's own pose pass, e.g. the kernels'); default
+            :func:`rbc.model.kinematics.body_poses`.
+    """
     from rbc.ir import spatial as sp
-    from rbc.model.kinematics import body_poses
 
     q = np.array(q, dtype=float)
-    T = body_poses(k, q)
+    if rotations is None:
+        from rbc.model.kinematics import body_poses
+
+        rotations = np.array([T.rotation for T in body_poses(k, q)] + [np.eye(3)])
     other = False
     for e in k.chord_edges:
         kind = k.kinds[e]
         if not kind.nq:
             continue
-        p, c = int(k.parent[e]), int(k.child[e])
-        Tp = T[p] if p < k.n_bodies else pin.SE3.Identity()
-        Tc = T[c] if c < k.n_bodies else pin.SE3.Identity()
-        R = (k.A[e].inverse() * Tp.inverse() * Tc * k.B[e]).rotation
+        Rp, Rc = rotations[int(k.parent[e])], rotations[int(k.child[e])]
+        R = k.A[e].rotation.T @ (Rp.T @ Rc) @ k.B[e].rotation
         if kind.type == "spherical":
             q[k.q_slice(e)] = sp.quat_from_rotation(R)
         elif kind.type == "revolute":
@@ -227,6 +235,22 @@ def lifted_speeds(k: CompiledModel, part, q: np.ndarray, u: np.ndarray) -> np.nd
     return v
 
 
+def measurement_kernel(k: CompiledModel, part):
+    """The run-time kernels (:class:`rbc.kernels.evaluator.KernelModel`) of the mode model
+    for the measurement's pose pass, noise integration and lift — the same algebra as
+    :func:`rbc.model.kinematics.body_poses`, ``CompiledModel.integrate`` and
+    :func:`lifted_speeds`, tested equal to round-off (tests/compose/test_fast_paths.py) at
+    a hundredth of their cost on the ring of five — or None where the kernels' layout does
+    not take the model (then those reference paths run)."""
+    from rbc.kernels.evaluator import KernelModel
+    from rbc.kernels.layout import LayoutError
+
+    try:
+        return KernelModel(k, part)
+    except LayoutError:
+        return None
+
+
 class ComposedPlant(Backend):
     """An engine backend on a composed mode, measured in the mode model's coordinates
     (module docstring).
@@ -257,6 +281,7 @@ class ComposedPlant(Backend):
             raise BackendError("a composed mode whose independent speeds include cut "
                                "coordinates cannot be measured from an engine's tree state")
         self._q = np.asarray(q0, dtype=float).copy()  # warm start of the chart solves
+        self.kernel = measurement_kernel(plant, part)
         self.rng = None
         if realism is not None:
             self.rng = np.random.default_rng(realism.seed)
@@ -294,13 +319,20 @@ class ComposedPlant(Backend):
         q[: k.nq_tree] = qt[: k.nq_tree]
         v = np.zeros(k.nv)
         v[: k.nv_tree] = vt[: k.nv_tree]
+        km = self.kernel
         if self.rng is not None:
             dq = np.zeros(k.nv)
             dq[: k.nv_tree] = self.sigma_q * self.rng.standard_normal(k.nv_tree)
-            q = k.integrate(q, dq)
+            q = k.integrate(q, dq) if km is None else km.integrate(q, dq)
             v[: k.nv_tree] += self.sigma_v * self.rng.standard_normal(k.nv_tree)
-        q = self._q = chart_coordinates(k, q)
-        return q, lifted_speeds(k, self.part, q, v[self.ind])
+        if km is None:
+            q = self._q = chart_coordinates(k, q)
+            return q, lifted_speeds(k, self.part, q, v[self.ind])
+        q = self._q = chart_coordinates(k, q, km.body_poses(q)[:, :, :3])
+        E = km.lift(q)
+        if E is None:  # singular R_p: the reference path says so
+            return q, lifted_speeds(k, self.part, q, v[self.ind])
+        return q, E @ v[self.ind]
 
     def base_state(self) -> tuple[np.ndarray, np.ndarray]:
         return self.state()

@@ -134,6 +134,18 @@ class KernelModel:
             raise KernelError("curvature", step.SINGULAR_LIFT)
         return v, edu
 
+    def body_poses(self, q: np.ndarray) -> np.ndarray:
+        """World poses ``[R | p]`` (n_bodies + 1, 3, 4) of every body at q, the world last
+        (identity): the kernels' pose pass (``rbc.model.kinematics.body_poses``)."""
+        from rbc.kernels.layout import S_NE
+
+        lay, kin = self.layout, self.kin
+        Tw = np.empty(12 * (kin.n_bodies + 1))
+        kk.poses(lay.I, lay.IO, lay.F, lay.FO, _f64(q), Tw,
+                 np.empty(12 * int(lay.segment("sizes")[S_NE])), np.empty(6 * kin.nv))
+        T = Tw.reshape(-1, 12)
+        return np.concatenate([T[:, :9].reshape(-1, 3, 3), T[:, 9:, None]], axis=2)
+
     def integrate(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """``q ⊕ v`` (nq,)."""
         out = np.empty(self.kin.nq)

@@ -28,6 +28,7 @@ from dataclasses import replace
 import numpy as np
 
 from rbc.backends.mjcf_export import CONTACT_CONDIM, check_loads, export_mjcf
+from rbc.backends.mjcf_state import TreeReadback
 from rbc.backends.mujoco_log import mujoco
 from rbc.errors import CompileError
 from rbc.ir import spatial as sp
@@ -98,6 +99,7 @@ class MujocoBackend(Backend):
         self.ctrl_lo = np.where(m.actuator_ctrllimited, m.actuator_ctrlrange[:, 0], -np.inf)
         self.ctrl_hi = np.where(m.actuator_ctrllimited, m.actuator_ctrlrange[:, 1], np.inf)
         self._q_last = np.asarray(q0, dtype=float).copy()  # start of the next readback
+        self.readback = TreeReadback.of(plant, exp)
         mujoco.mj_forward(m, d)
 
     def scene_xml(self, exp) -> str:
@@ -176,11 +178,23 @@ class MujocoBackend(Backend):
 
     def tree_state(self) -> tuple[np.ndarray, np.ndarray]:
         """rbc ``(q (nq,), v (nv,))`` of the current qpos/qvel with the tree part exact: the
-        export's maps inverted — Newton on ``qpos_of(q) = qpos`` (MuJoCo's
-        ``mj_differentiatePos`` as the residual, the velocity map P as its Jacobian, from
-        the last readback; merged chains, gimbal balls and split-body cuts included) and
-        ``v = P⁺ qvel`` (the tree speeds). The cut coordinates that qpos does not determine
-        are left at the last readback's values (:meth:`base_state` solves them)."""
+        export's maps inverted. Where no body was re-rooted, joint by joint in closed form
+        (:class:`rbc.backends.mjcf_state.TreeReadback`: coordinates copied or read from
+        MuJoCo's quaternions, each quaternion on the last readback's side; speeds block by
+        block). Otherwise Newton on ``qpos_of(q) = qpos`` (MuJoCo's ``mj_differentiatePos``
+        as the residual, the velocity map P as its Jacobian, from the last readback; merged
+        chains, gimbal balls and split-body cuts included) and ``v = P⁺ qvel`` (the tree
+        speeds). The cut coordinates that qpos does not determine are left at the last
+        readback's values (:meth:`base_state` solves them)."""
+        d, rb = self.d, self.readback
+        if rb.exact:
+            q = self._q_last = rb.configuration(d.qpos[: rb.nq], self._q_last)
+            return q, rb.speeds(q, d.qvel[: rb.nv])
+        return self.tree_state_newton()
+
+    def tree_state_newton(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`tree_state` by Newton on ``qpos_of`` (its docstring; the path of exports
+        with re-rooted bodies, and the reference the closed form is tested against)."""
         k, m, d, exp = self.plant, self.m, self.d, self.exp
         q, dq = self._q_last.copy(), np.zeros(m.nv)
         for _ in range(READBACK_ITERATIONS):
