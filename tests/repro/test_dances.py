@@ -63,7 +63,7 @@ def test_quick_case_list_passes_and_reports(tmp_path):
     assert "Position RMS at 100 Hz" in report and "Allocation slack" in report
     assert "Stored references" in report and "Where the time goes" in report
     assert "Force prediction after 0.5 s" in report
-    for p in ("trajectories.png", "rms.png", "slack.png"):
+    for p in ("trajectories.png", "rms.png", "slack.png", "forces.png"):
         assert (tmp_path / "dances" / p).stat().st_size > 5000
 
 

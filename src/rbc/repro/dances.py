@@ -636,7 +636,7 @@ def run(ctx) -> Outcome:
         key += f"; per-robot ring samples with ‖z‖∞ > 1e-3: {ring * 100:.3g} % (paper < 1 %)"
     red = [r for r in runs if r["plant"] == "reduced"]
     plots = [_plot_trajectories(ctx, runs, forms[0]), _plot_rms(ctx, red, forms, policies),
-             _plot_slack(ctx, red, samp, policies)]
+             _plot_slack(ctx, red, samp, policies), _plot_forces(ctx, runs, forms[0])]
     return Outcome(
         figures=figures, key_figures=key,
         setup=("The paper runs 30 s per formation and policy on MuJoCo (ideal, realistic) and "
@@ -744,6 +744,28 @@ def _plot_rms(ctx, runs, forms, policies) -> str:
     if runs:
         axes[0].legend()
     return save(fig, ctx.file("rms.png"))
+
+
+def _plot_forces(ctx, runs, form: str) -> str:
+    """Per run of the first formation with a prediction, the largest sole normal-force and
+    link-force prediction errors of each 100 Hz sample against time."""
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for r in runs:
+        fe = r.get("force_error")
+        if r["formation"] != form or not fe or not fe["t"]:
+            continue
+        label = r["policy"] if r["plant"] == "reduced" else f"{r['policy']} ({r['plant']})"
+        for ax, key in zip(axes, ("sole", "link"), strict=True):
+            ax.semilogy(fe["t"], np.maximum(fe[key], 1e-12), ".-", ms=3, label=label)
+    axes[0].set_title(f"{form}: sole normal force, largest |predicted − produced|")
+    axes[1].set_title(f"{form}: hand-link force, largest ‖predicted − produced‖")
+    for ax in axes:
+        ax.set_xlabel("time [s]")
+        ax.set_ylabel("prediction error (1e-12 shown for 0) [N]")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    return save(fig, ctx.file("forces.png"))
 
 
 def _plot_slack(ctx, runs, samp, policies) -> str:
