@@ -81,6 +81,22 @@ def test_member_sums_equal_the_per_body_einsum(moving):
     assert _rel(T.C, C) <= SAME and _rel(T.g, g) <= SAME
 
 
+def test_body_transforms_equal_pinocchio(moving):
+    """The batched body transforms equal Pinocchio's ``toDualActionMatrix`` and
+    ``inverse().toActionMatrix()`` of ``oMi[joint] · placement`` body by body (the same
+    products of 3 × 3 blocks: SAME)."""
+    mm, data, q, u = moving
+    L = composer_lift(mm.structure, mm.dm, data, q)
+    v, _ = L.curvature(u)
+    bk = body_kinematics(mm, data, L, v)
+    pd = data.pin_data
+    Xf = [(pd.oMi[int(j)] * P).toDualActionMatrix() for j, P in zip(mm.joint, mm.placement)]
+    Xm = [(pd.oMi[int(j)] * P).inverse().toActionMatrix()
+          for j, P in zip(mm.joint, mm.placement)]
+    assert _rel(bk.Xf, np.array(Xf)) <= SAME
+    assert _rel(bk.Xm, np.array(Xm)) <= SAME
+
+
 def _svd_pinv(At: np.ndarray) -> np.ndarray:
     U, s, Vt = np.linalg.svd(At, full_matrices=False)
     r = int(np.sum(s > RANK_RTOL * s[0]))
@@ -116,6 +132,12 @@ def test_support_wrench_map_equals_the_svd_formula(moving):
         W = (X @ need)[6 * n0:].reshape(-1, 6)
         W = _about(W, _points(mm, data, q)[n0:])
         assert _rel(smap(f), W) <= 1e-11
+    # the support frames' orientations from the map's frame pass: the support poses
+    # through rbc's own tree (one pose product each way: SAME)
+    from rbc.model.modes import support_poses
+
+    want = [T.rotation for T in support_poses(mm.kin, q, smap.supports)]
+    assert _rel(smap.rotation, np.array(want)) <= SAME
 
 
 @pytest.fixture(scope="module")

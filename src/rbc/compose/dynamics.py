@@ -55,6 +55,7 @@ equal.
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -288,12 +289,46 @@ def body_kinematics(mm: MemberModel, data: DynamicsData, lifted: ComposerLift, v
     acc = _down_the_tree(t.model, cols)[mm.joint]
     J, Jdot, JEdot = acc[:, :, :n_u], acc[:, :, n_u: 2 * n_u], acc[:, :, 2 * n_u: 3 * n_u]
     V = acc[:, :, 3 * n_u]
-    Xf, Xm = [], []
-    for j, P in zip(mm.joint, mm.placement, strict=True):
-        T = pd.oMi[int(j)] * P
-        Xf.append(T.toDualActionMatrix())
-        Xm.append(T.inverse().toActionMatrix())
-    return BodyKinematics(J, Jdot, V, np.array(Xf), np.array(Xm), Edot, JEdot)
+    Xf, Xm = _body_transforms(mm, pd)
+    return BodyKinematics(J, Jdot, V, Xf, Xm, Edot, JEdot)
+
+
+def _body_transforms(mm: MemberModel, pd) -> tuple[np.ndarray, np.ndarray]:
+    """``(Xf, Xm)`` (n_b, 6, 6): every body's force transform body → world and motion
+    transform world → body (Pinocchio linear-first) of its pose ``T = oMi[joint] · P``
+    after a kinematics pass: ``Xf = [[R, 0], [p̂R, R]]`` (``T.toDualActionMatrix()``),
+    ``Xm = [[Rᵀ, −Rᵀp̂], [0, Rᵀ]]`` (``T.inverse().toActionMatrix()``), batched."""
+    oM = pd.oMi
+    Rj = np.array([oM[int(j)].rotation for j in mm.joint]).reshape(-1, 3, 3)
+    pj = np.array([oM[int(j)].translation for j in mm.joint]).reshape(-1, 3)
+    RP, pP = _placements(mm)
+    R = Rj @ RP
+    p = np.einsum("bij,bj->bi", Rj, pP) + pj
+    ph = np.zeros_like(R)  # p̂
+    ph[:, 0, 1], ph[:, 0, 2], ph[:, 1, 2] = -p[:, 2], p[:, 1], -p[:, 0]
+    ph[:, 1, 0], ph[:, 2, 0], ph[:, 2, 1] = p[:, 2], -p[:, 1], p[:, 0]
+    Rt = R.transpose(0, 2, 1)
+    Xf = np.zeros((R.shape[0], 6, 6))
+    Xf[:, :3, :3] = Xf[:, 3:, 3:] = R
+    Xf[:, 3:, :3] = ph @ R
+    Xm = np.zeros_like(Xf)
+    Xm[:, :3, :3] = Xm[:, 3:, 3:] = Rt
+    Xm[:, :3, 3:] = -(Rt @ ph)
+    return Xf, Xm
+
+
+def _placements(mm: MemberModel) -> tuple[np.ndarray, np.ndarray]:
+    """(n_b, 3, 3) rotations and (n_b, 3) translations of the bodies' frames in their host
+    joints (``mm.placement`` as arrays, once per member model)."""
+    hit = _PLACEMENTS.get(mm)
+    if hit is None:
+        hit = _PLACEMENTS[mm] = (
+            np.array([P.rotation for P in mm.placement]).reshape(-1, 3, 3),
+            np.array([P.translation for P in mm.placement]).reshape(-1, 3))
+    return hit
+
+
+_PLACEMENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _down_the_tree(model: pin.Model, cols: np.ndarray) -> np.ndarray:

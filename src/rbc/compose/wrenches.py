@@ -79,16 +79,24 @@ def min_norm_solve(At: np.ndarray, B: np.ndarray) -> np.ndarray:
 
 def _points(mm: MemberModel, data: DynamicsData, q: np.ndarray) -> np.ndarray:
     """(n_c, 3) world origins of the chords' second frames (through the tree)."""
+    return _frames(mm, data, q)[0]
+
+
+def _frames(mm: MemberModel, data: DynamicsData, q: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """``(origins (n_c, 3), rotations (n_c, 3, 3))`` of the chords' second frames in the
+    world (through the tree: one Pinocchio frame pass)."""
     k, t = mm.kin, mm.dm.tree
     import pinocchio as pin
 
     pin.framesForwardKinematics(t.model, data.pin_data, t.q_pin(q[: k.nq_tree]))
-    out = []
+    p, R = [], []
     for e in k.chord_edges:
         c = int(k.child[e])
         T = data.pin_data.oMf[int(t.body_frame[c])] * k.B[e]
-        out.append(np.array(T.translation))
-    return np.array(out).reshape(-1, 3)
+        p.append(np.array(T.translation))
+        R.append(np.array(T.rotation))
+    return np.array(p).reshape(-1, 3), np.array(R).reshape(-1, 3, 3)
 
 
 def _about(W: np.ndarray, p: np.ndarray) -> np.ndarray:
@@ -147,6 +155,8 @@ class SupportWrenchMap:
         links: the mode's link chords (the chords of the mode that are not supports);
         link_lam0: (n_l, 6) and link_Lam: (n_l, 6, n_act) their wrenches' maps likewise
         (palm a on palm b, world axes, about the link's second frame origin).
+        rotation: (k, 3, 3) the support frames' world orientations (the poses of
+        :func:`rbc.model.modes.support_poses`, from the same frame pass as ``point``).
     """
 
     supports: tuple[str, ...]
@@ -156,6 +166,7 @@ class SupportWrenchMap:
     links: tuple[str, ...] = ()
     link_lam0: np.ndarray | None = None
     link_Lam: np.ndarray | None = None
+    rotation: np.ndarray | None = None
 
     def __call__(self, f: np.ndarray) -> np.ndarray:
         """(k, 6) the support wrenches produced with port efforts f (n_act,)."""
@@ -189,14 +200,15 @@ def support_wrench_map(mm: MemberModel, data: DynamicsData, terms: ComposedTerms
     n0 = k.n_chords - len(k.supports)
     nl = link_chord_count(mm)
     rows = np.arange(6 * (n0 - nl), 6 * k.n_chords)
-    p = _points(mm, data, q)[n0 - nl:]
+    p, R = _frames(mm, data, q)
+    p, R = p[n0 - nl:], R[n0:]
     X = min_norm_solve(At, np.column_stack([need0, N]))[rows]
     lam0 = _about(X[:, 0].reshape(-1, 6), p)
     Lam = X[:, 1:].reshape(-1, 6, Jl.shape[0])
     Lam[:, :3] -= np.cross(p[:, :, None], Lam[:, 3:], axis=1)
     links = tuple(k.edge_names[e] for e in k.chord_edges[n0 - nl:n0])
     return SupportWrenchMap(tuple(k.supports), p[nl:], lam0[nl:], Lam[nl:], links,
-                            lam0[:nl], Lam[:nl])
+                            lam0[:nl], Lam[:nl], R)
 
 
 def link_chord_count(mm: MemberModel) -> int:

@@ -309,7 +309,6 @@ def allocation_problem(mm, data, terms, Q: np.ndarray, *,
         AllocationError: a port without finite effort limits (W needs them).
     """
     from rbc.compose.wrenches import support_wrench_map
-    from rbc.model.modes import support_poses
 
     kin = mm.kin
     acts = kin.record.actuators
@@ -322,13 +321,12 @@ def allocation_problem(mm, data, terms, Q: np.ndarray, *,
     lim = np.array([a.effort_limits for a in acts], dtype=float).reshape(-1, 2)
     smap = support_wrench_map(mm, data, terms, coulomb=coulomb)
     by_name = {s.name: s for s in kin.record.supports}
-    poses = support_poses(kin, terms.lift.q, smap.supports)
     weight = _weight(kin)
     cones = []
-    for name, T in zip(smap.supports, poses, strict=True):
+    for name, R in zip(smap.supports, smap.rotation, strict=True):
         sigma = 1.0 if loads is None else float(loads.get(name, 1.0))
         cap = max_normal if max_normal is not None else (np.inf if sigma == 1.0 else weight)
-        cones.append(wrench_cone(by_name[name], T.rotation, limits, sigma, cap))
+        cones.append(wrench_cone(by_name[name], R, limits, sigma, cap))
     rhs = np.asarray(Q, dtype=float) - terms.tau - (terms.tau_coulomb if coulomb else 0.0)
     return AllocationProblem(terms.L, rhs, lim[:, 0], lim[:, 1], smap.lam0, smap.Lam,
                              tuple(cones), weights, tuple(a.name for a in acts), smap.links,

@@ -268,14 +268,36 @@ class CompiledModel:
         return tuple(names)
 
     # ------------------------------------------------------------------ configurations
-    def integrate(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """``q ⊕ v`` edge by edge: (nq,), (nv,) → (nq,)."""
-        out = np.array(q, dtype=float)
+    #: Joint types whose ``q ⊕ v`` is ``q + v`` (one coordinate, Pinocchio's integrate is
+    #: the sum): :meth:`integrate` adds them as one vector operation.
+    ADDITIVE = ("revolute", "prismatic")
+
+    @functools.cached_property
+    def _integration_layout(self) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+        """``(q indices, v indices, other edges)``: the :data:`ADDITIVE` edges' coordinates
+        and the edges with speeds integrated joint by joint."""
+        qa, va, other = [], [], []
         for k, kind in enumerate(self.kinds):
-            if kind.nv:
-                qs, vs = self.q_slice(k), self.v_slice(k)
-                if np.any(v[vs]):
-                    out[qs] = kind.integrate(q[qs], v[vs])
+            if not kind.nv:
+                continue
+            if kind.type in self.ADDITIVE and kind.nq == kind.nv == 1:
+                qa.append(self.q_slice(k).start)
+                va.append(self.v_slice(k).start)
+            else:
+                other.append(k)
+        return np.array(qa, dtype=np.int64), np.array(va, dtype=np.int64), tuple(other)
+
+    def integrate(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """``q ⊕ v`` edge by edge: (nq,), (nv,) → (nq,) (revolute and prismatic
+        coordinates summed at once; the same floating-point sum as their kinds')."""
+        out = np.array(q, dtype=float)
+        v = np.asarray(v, dtype=float)
+        qa, va, other = self._integration_layout
+        out[qa] += v[va]
+        for k in other:
+            qs, vs = self.q_slice(k), self.v_slice(k)
+            if np.any(v[vs]):
+                out[qs] = self.kinds[k].integrate(out[qs], v[vs])
         return out
 
     def difference(self, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
