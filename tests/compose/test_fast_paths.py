@@ -90,9 +90,9 @@ def test_body_transforms_equal_pinocchio(moving):
     v, _ = L.curvature(u)
     bk = body_kinematics(mm, data, L, v)
     pd = data.pin_data
-    Xf = [(pd.oMi[int(j)] * P).toDualActionMatrix() for j, P in zip(mm.joint, mm.placement)]
-    Xm = [(pd.oMi[int(j)] * P).inverse().toActionMatrix()
-          for j, P in zip(mm.joint, mm.placement)]
+    T = [pd.oMi[int(j)] * P for j, P in zip(mm.joint, mm.placement, strict=True)]
+    Xf = [x.toDualActionMatrix() for x in T]
+    Xm = [x.inverse().toActionMatrix() for x in T]
     assert _rel(bk.Xf, np.array(Xf)) <= SAME
     assert _rel(bk.Xm, np.array(Xm)) <= SAME
 
