@@ -61,18 +61,21 @@ def test_kernels_equal_the_reference_path_in_every_chart(name):
 def _assert_equal_paths(name, kin, part):
     dm = DynamicsModel.build(kin)
     dd = DynamicsData.of(dm)
-    km = KernelModel(kin, part, dm.tree)
+    km = KernelModel(kin, part, dm.tree)  # point chords where the partition allows them
+    km6 = KernelModel(kin, part, dm.tree, point=False)  # every chord with the bundle's rows
     rng = np.random.default_rng(20260927)
     for where, q in _states(kin, part, rng):
         geo = augmented_geometry(dm.augmented, dd.augmented_data, q)
-        rho, C, E = km.geometry(q)
+        rho, C, E6 = km6.geometry(q)
         assert _close(rho, geo.rho) <= RTOL, (name, where, "rho")
         assert _close(C, geo.C) <= RTOL, (name, where, "C")
         ref = lift_from_jacobian(part, geo.C, geo)
-        assert E is not None
+        E = km.lift(q)
+        assert E is not None and E6 is not None
         # E, v and Ė u are solves with R_p: two backward-stable solves differ by up to
         # ~κ(R_p) ε relative (digit_like: κ ≈ 1e3); below κ = 100 that is inside RTOL
         tol = max(RTOL, 4.0 * np.finfo(float).eps * ref.cond)
+        assert _close(E6, ref.E) <= tol, (name, where, "E (six rows)")
         assert _close(E, ref.E) <= tol, (name, where, "E")
         u = rng.normal(size=part.independent.size)
         v, edu = km.curvature(q, u)

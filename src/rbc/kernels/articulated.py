@@ -37,6 +37,10 @@ from rbc.kernels.access import fseg, iseg
 from rbc.kernels.dynamics import cholesky, cholesky_apply
 from rbc.kernels.layout import (
     F_ARMATURE,
+    I_CH_COL_PTR,
+    I_CH_COLS,
+    I_CH_EDGE,
+    I_CH_POINT,
     I_E_NV,
     I_E_SIGN,
     I_E_VO,
@@ -62,6 +66,7 @@ from rbc.kernels.layout import (
     I_V_NDROW,
     I_V_NODE,
     S_NB,
+    S_NCH,
     S_NMOD,
     S_NNODE,
     S_NU,
@@ -94,6 +99,23 @@ def node_lift(I, IO, F, FO, Cc, lu, piv, En):
             row = e_ptr[d] + v_row[j] * (u_ptr[d + 1] - u_ptr[d])
             for t in range(B.shape[1]):
                 En[row + u_pos[mus[mu_ptr[m] + t]]] = -B[a, t]
+    # a point chord's cut coordinates (in its path's node) from its rows 0–2: E_e = C_e E_path
+    point, ch_edge, e_vo = iseg(I, IO, I_CH_POINT), iseg(I, IO, I_CH_EDGE), iseg(I, IO, I_E_VO)
+    col_ptr, cols = iseg(I, IO, I_CH_COL_PTR), iseg(I, IO, I_CH_COLS)
+    for i in range(sizes[S_NCH]):
+        if not point[i]:
+            continue
+        n, base = col_ptr[i + 1] - col_ptr[i], 6 * col_ptr[i]
+        for d in range(3):
+            je = e_vo[ch_edge[i]] + d
+            nd = v_node[je]
+            nn = u_ptr[nd + 1] - u_ptr[nd]
+            row = e_ptr[nd] + v_row[je] * nn
+            for loc in range(n):
+                a = Cc[base + d * n + loc]
+                rj = e_ptr[nd] + v_row[cols[col_ptr[i] + loc]] * nn
+                for t in range(nn):
+                    En[row + t] += a * En[rj + t]
 
 
 @njit(cache=True)

@@ -53,13 +53,18 @@ class KernelModel:
         kin: the compiled model; part: the partition; tree: its Pinocchio tree (built when
             not given; only read for the armature); recursion: :meth:`forward_dynamics` by
             the recursion over the lift's nodes — True where the model splits into nodes,
-            False never, None when it pays (:func:`rbc.kernels.layout.layout`).
+            False never, None when it pays (:func:`rbc.kernels.layout.layout`); point: lay
+            out the chords with a spherical cut joint as point chords where the partition
+            allows (:func:`rbc.kernels.layout.point_chords`: three rows instead of six, the
+            same lift and dynamics) — :meth:`geometry` then returns their rows, not the
+            bundle's.
     """
 
     def __init__(self, kin: CompiledModel, part: Partition, tree: TreeModel | None = None,
-                 recursion: bool | None = None):
-        self.layout: Layout = layout(kin, part, tree if tree is not None else build_tree(kin),
-                                     recursion)
+                 recursion: bool | None = None, point: bool = True):
+        self.tree = tree if tree is not None else build_tree(kin)
+        self.recursion = recursion
+        self.layout: Layout = layout(kin, part, self.tree, recursion, point)
         lay = self.layout
         self._args = (lay.I, lay.IO, lay.F, lay.FO, lay.lu_size)
         self.kin, self.part = kin, part
@@ -92,7 +97,9 @@ class KernelModel:
         return udot
 
     def geometry(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """``(ρ (n_rows,), C (n_rows, nv) dense, E (nv, n_u) or None if R_p is singular)``."""
+        """``(ρ (n_rows,), C (n_rows, nv) dense, E (nv, n_u) or None if R_p is singular)``;
+        a point chord's rows are the layout's (``ρ = [0; p_c − p_b]``, C's rows 0–2 the
+        cut coordinates' speeds, :mod:`rbc.kernels.layout`)."""
         lay, kin = self.layout, self.kin
         rho = np.empty(lay.n_rows)
         Cc = np.empty(6 * int(lay.segment("ch_col_ptr")[-1]))
@@ -195,6 +202,10 @@ class KernelStage:
 
     Args:
         km: the kernel model; q, E, rho: a closed configuration, its lift and residual.
+            The stage runs every chord with six rows (the bundle's residual, compact C and
+            scaled cond(R_p), which the reference closer and the partition check share; the
+            corrector does not set a point chord's cut coordinates): a model laid out with
+            point chords is laid out again without them.
 
     Raises:
         LayoutError: an independent coordinate is prescribed through its joint's maps (a
@@ -207,6 +218,8 @@ class KernelStage:
         from rbc.model.partition import scales
         from rbc.model.solve import MAX_CORRECTOR, prescribable
 
+        if km.layout.point:
+            km = KernelModel(km.kin, km.part, km.tree, km.recursion, point=False)
         self.km = km
         lay, part = km.layout, km.part
         if sum(prescribable(km.kin, int(j)) for j in part.independent) != \

@@ -48,6 +48,7 @@ from rbc.kernels.layout import (
     I_CH_COL_PTR,
     I_CH_COLS,
     I_CH_EDGE,
+    I_CH_POINT,
     I_CH_TERM_LOCAL,
     I_CH_TERM_PTR,
     I_CH_TERM_SIGN,
@@ -131,6 +132,29 @@ def poses(I, IO, F, FO, q, Tw, Jw, G):
             adjoint_apply(Jw, TR * k, S, 6 * d, G, 6 * (e_vo[k] + d))
 
 
+@njit(cache=True, inline="always")
+def _point_factor(Tw, tc, F, tB, Fch, tf, w, rho, r0, P, i):
+    """A point chord's residual and left factor (:mod:`rbc.kernels.layout`): with
+    ``T_w_Jc = T_w_c B_e = (R, p_c)`` and the ball centre reached through the chord
+    ``p_b`` (the translation of ``F_e = T_w_b A_e Q_e``: Q_e is a rotation),
+    ``ρ[r0:r0+3] = 0``, ``ρ[r0+3:r0+6] = p_c − p_b`` and ``P = [[Rᵀ, 0], [−p̂_c, 1]]``: row
+    block 0 maps a relative world twist to the cut joint's speeds (``g_e = Ad(T_w_Jc)
+    [1; 0]``), row block 1 to the relative velocity of the ball points at p_c (where
+    ``P g_e = [1; 0]``: the cut coordinates drop out of rows 3–5)."""
+    compose(Tw, tc, F, tB, w, 0)
+    for r in range(3):
+        rho[r0 + r] = 0.0
+        rho[r0 + 3 + r] = w[9 + r] - Fch[tf + 9 + r]
+        for k in range(6):
+            P[i, r, k] = w[3 * k + r] if k < 3 else 0.0  # Rᵀ[r, k] = R[k, r]
+            P[i, 3 + r, k] = 1.0 if k == 3 + r else 0.0
+    p0, p1, p2 = w[9], w[10], w[11]
+    # −p̂_c = [[0, p2, −p1], [−p2, 0, p0], [p1, −p0, 0]]
+    P[i, 3, 0], P[i, 3, 1], P[i, 3, 2] = 0.0, p2, -p1
+    P[i, 4, 0], P[i, 4, 1], P[i, 4, 2] = -p2, 0.0, p0
+    P[i, 5, 0], P[i, 5, 1], P[i, 5, 2] = p1, -p0, 0.0
+
+
 @njit(cache=True)
 def closure(I, IO, F, FO, q, Tw, G, rho, Cc, P, Fch):
     """Residual, compact closure Jacobian, the per-chord left factor and the chord frames.
@@ -138,8 +162,10 @@ def closure(I, IO, F, FO, q, Tw, G, rho, Cc, P, Fch):
     Args:
         rho: (n_rows,) out: ``[ρ_e…; γ…]`` [rad, m].
         Cc: out: per chord i its (6, n_cols_i) block over the compact columns (row-major at
-            ``6·ch_col_ptr[i]``), ``C_e = J_l⁻¹ Ad(T_b_w) [Σ σ_j g_j − g_e]``.
-        P: (n_chords, 6, 6) out: ``J_l(ρ_e)⁻¹ Ad(T_b_w)``.
+            ``6·ch_col_ptr[i]``), ``C_e = P_e [Σ σ_j g_j − g_e]`` (a point chord: without
+            its cut coordinates' columns, ``P_e g_e = [1; 0]``).
+        P: (n_chords, 6, 6) out: ``P_e = J_l(ρ_e)⁻¹ Ad(T_b_w)``; a point chord's
+            ``[[R_Jcᵀ, 0], [−p̂_c, 1]]`` (:func:`_point_factor`, whose ρ it writes).
         Fch: (12 n_chords,) out: ``F_e = T_w_b A_e Q_e(q_e)``, the cut joint's child frame Jc
             reached through the chord (the velocity product's frame).
     """
@@ -156,25 +182,30 @@ def closure(I, IO, F, FO, q, Tw, G, rho, Cc, P, Fch):
     xi = np.empty(6)
     Jl = np.empty((6, 6))
     Ad = np.empty((6, 6))
+    point = iseg(I, IO, I_CH_POINT)
+    oB = FO[F_E_B]
     for i in range(nch):
         e = ch_edge[i]
         b, c = parent[e], child[e]
-        inv_compose(Tw, TR * b, Tw, TR * c, w, 0)
         edge_transform(I, IO, F, FO, e, q, w, TR, scratch)
         compose(Tw, TR * b, scratch, TR, Fch, TR * i)
-        compose_inv(w, 0, w, TR, w, 2 * TR)
-        log6(w, 2 * TR, xi)
-        for r in range(6):
-            rho[6 * i + r] = xi[r]
-        left_jacobian_inverse(xi, Jl, jl_work)
-        inverse(Tw, TR * b, w, 3 * TR)
-        adjoint_matrix(w, 3 * TR, Ad)
-        for r in range(6):
-            for c2 in range(6):
-                s = 0.0
-                for k in range(6):
-                    s += Jl[r, k] * Ad[k, c2]
-                P[i, r, c2] = s
+        if point[i]:
+            _point_factor(Tw, TR * c, F, oB + TR * e, Fch, TR * i, w, rho, 6 * i, P, i)
+        else:
+            inv_compose(Tw, TR * b, Tw, TR * c, w, 0)
+            compose_inv(w, 0, w, TR, w, 2 * TR)
+            log6(w, 2 * TR, xi)
+            for r in range(6):
+                rho[6 * i + r] = xi[r]
+            left_jacobian_inverse(xi, Jl, jl_work)
+            inverse(Tw, TR * b, w, 3 * TR)
+            adjoint_matrix(w, 3 * TR, Ad)
+            for r in range(6):
+                for c2 in range(6):
+                    s = 0.0
+                    for k in range(6):
+                        s += Jl[r, k] * Ad[k, c2]
+                    P[i, r, c2] = s
         n = col_ptr[i + 1] - col_ptr[i]
         base = 6 * col_ptr[i]
         for m in range(base, base + 6 * n):
@@ -197,7 +228,8 @@ def closure(I, IO, F, FO, q, Tw, G, rho, Cc, P, Fch):
 
 @njit(cache=True)
 def dense_jacobian(I, IO, F, FO, Cc, C):
-    """Scatter the compact blocks into a dense C (n_rows, nv) (tests and diagnostics)."""
+    """Scatter the compact blocks into a dense C (n_rows, nv) (tests and diagnostics); a
+    point chord's rows 0–2 get −1 on its cut coordinates (``C E = 0`` holds for all rows)."""
     sizes = iseg(I, IO, I_SIZES)
     nch, ncp = sizes[S_NCH], sizes[S_NCP]
     col_ptr, cols = iseg(I, IO, I_CH_COL_PTR), iseg(I, IO, I_CH_COLS)
@@ -207,6 +239,11 @@ def dense_jacobian(I, IO, F, FO, Cc, C):
         blk = Cc[6 * col_ptr[i]: 6 * col_ptr[i + 1]].reshape((6, n))
         for loc in range(n):
             C[6 * i: 6 * i + 6, cols[col_ptr[i] + loc]] += blk[:, loc]
+    point, ch_edge, e_vo = iseg(I, IO, I_CH_POINT), iseg(I, IO, I_CH_EDGE), iseg(I, IO, I_E_VO)
+    for i in range(nch):  # a point chord's rows 0–2 give its cut coordinates: C = [… −1]
+        if point[i]:
+            for d in range(3):
+                C[6 * i + d, e_vo[ch_edge[i]] + d] = -1.0
     cp_ptr, cp_v = iseg(I, IO, I_CP_PTR), iseg(I, IO, I_CP_V)
     coef = fseg(F, FO, F_CP_COEF)
     for c in range(ncp):
@@ -304,6 +341,30 @@ def velocity_product(I, IO, F, FO, q, v, Fch, V, A0, P, cv):
             for k in range(6):
                 s += P[i, r, k] * acc[k]
             cv[6 * i + r] = s
+
+
+@njit(cache=True)
+def cut_rates(I, IO, G, P, cv, x):
+    """A point chord's cut coordinates of ``x = Ė u`` (nv,) from its path's, in place:
+    ``x_e = R_Jcᵀ (Σ σ_j g_j x_j)_ω + (Ċ v)[6 i: 6 i + 3]`` — the chord's rows 0–2 of
+    ``C Ė u + Ċ v = 0`` (:func:`closure`'s P, :func:`velocity_product`'s cv)."""
+    sizes = iseg(I, IO, I_SIZES)
+    point, ch_edge, e_vo = iseg(I, IO, I_CH_POINT), iseg(I, IO, I_CH_EDGE), iseg(I, IO, I_E_VO)
+    t_ptr, t_v, t_sg = (iseg(I, IO, I_CH_TERM_PTR), iseg(I, IO, I_CH_TERM_V),
+                        iseg(I, IO, I_CH_TERM_SIGN))
+    for i in range(sizes[S_NCH]):
+        if not point[i]:
+            continue
+        vo = e_vo[ch_edge[i]]
+        for d in range(3):
+            s = cv[6 * i + d]
+            for t in range(t_ptr[i], t_ptr[i + 1]):
+                gv = 6 * t_v[t]
+                a = 0.0
+                for k in range(3):
+                    a += P[i, d, k] * G[gv + k]
+                s += t_sg[t] * a * x[t_v[t]]
+            x[vo + d] = s
 
 
 @njit(cache=True)

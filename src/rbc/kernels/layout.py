@@ -11,7 +11,8 @@ Segments (the ``I_*`` and ``F_*`` indices below; edges k, bodies x, chords i, mo
 world = vertex ``n_bodies``):
 
 * sizes (``I_SIZES``): nq, nv, nq_tree, nv_tree, n_bodies, n_edges, n_chords, n_couplings,
-  n_u, rank, n_modules, n_springs, n_kept;
+  n_u, rank (the size of the kernels' ``R_p``: the partition's rank less 3 per point chord),
+  n_modules, n_springs, n_kept, n_nodes, recursion;
 * edges: joint code (:data:`CODES`), q/v offsets, nv, record parent/child vertex, tree
   sign (+1 / −1, 0 for chords), attachment frames A, B (transform records of
   :data:`rbc.kernels.se3.TR` floats: R row-major, p), the joint's parameter record
@@ -22,6 +23,16 @@ world = vertex ``n_bodies``):
 * chords: edge, and per chord its columns: a compact list of global v-indices with, per
   path factor coordinate and per chord coordinate, the local column and sign (+1/−1 for
   path factors ``(j, σ)``, −1 for the chord's own coordinates; repeats add);
+* point chords (``ch_point``, 1 per chord laid out as one): a chord whose cut joint is
+  spherical, with its three coordinates dependent and its six rows selected by the
+  partition, constrains only its ball centre. Its rows keep their six places
+  (``6 i … 6 i + 5``) but another left factor (:func:`rbc.kernels.kinematics.closure`):
+  rows 3–5 the ball points' relative velocity ``[−p̂_c 1] Σ σ_j g_j`` (world, p_c the ball
+  centre on c) with residual ``p_c − p_b`` [m]; rows 0–2 the cut coordinates' speeds
+  ``R_Jcᵀ (Σ σ_j g_j)_ω``, which give them explicitly. Its compact columns are the path
+  factors' only, its rows 0–2 and its cut coordinates are left out of the modules (the
+  lift fills the cut coordinates' rows of E and Ė u from rows 0–2 afterwards): ``R_p``
+  loses three rows and three columns per such chord and no chord needs log6 or ``J_l⁻¹``;
 * couplings: per coupling its terms (v-index, q-index, coefficient) and offset;
 * partition: independent and dependent v-indices, per v-index its position among the
   independent ones (−1 else) and its position in its module's dependent block (−1 else),
@@ -60,7 +71,7 @@ INT_SEGMENTS = (
     "e_code", "e_qo", "e_vo", "e_nv", "e_parent", "e_child", "e_sign",
     "tree", "tree_up",
     "ch_edge", "ch_col_ptr", "ch_cols", "ch_term_ptr", "ch_term_v", "ch_term_local",
-    "ch_term_sign", "ch_path_ptr", "ch_path_edge",
+    "ch_term_sign", "ch_path_ptr", "ch_path_edge", "ch_point",
     "cp_ptr", "cp_v", "cp_q",
     "ind", "dep", "v_indpos", "v_deppos", "mod_ptr", "mod_rows", "mod_dep", "mod_lu_ptr",
     "mod_p_ptr", "mod_p_src", "mod_p_dst", "mod_a_ptr", "mod_a_src", "mod_a_dst",
@@ -82,7 +93,7 @@ FLOAT_SEGMENTS = (
 # Segment indices as module constants (numba freezes globals at compile time).
 (I_SIZES, I_E_CODE, I_E_QO, I_E_VO, I_E_NV, I_E_PARENT, I_E_CHILD, I_E_SIGN, I_TREE,
  I_TREE_UP, I_CH_EDGE, I_CH_COL_PTR, I_CH_COLS, I_CH_TERM_PTR, I_CH_TERM_V, I_CH_TERM_LOCAL,
- I_CH_TERM_SIGN, I_CH_PATH_PTR, I_CH_PATH_EDGE, I_CP_PTR, I_CP_V, I_CP_Q, I_IND, I_DEP,
+ I_CH_TERM_SIGN, I_CH_PATH_PTR, I_CH_PATH_EDGE, I_CH_POINT, I_CP_PTR, I_CP_V, I_CP_Q, I_IND, I_DEP,
  I_V_INDPOS, I_V_DEPPOS, I_MOD_PTR, I_MOD_ROWS, I_MOD_DEP, I_MOD_LU_PTR, I_MOD_P_PTR,
  I_MOD_P_SRC, I_MOD_P_DST, I_MOD_A_PTR, I_MOD_A_SRC, I_MOD_A_DST, I_MOD_U_PTR, I_MOD_U,
  I_LD_QIDX, I_PORTS, I_SP_BODY, I_KEEP_U, I_KEEP_Q, I_MOD_E_PTR, I_ND_PTR, I_ND_BODY,
@@ -115,6 +126,7 @@ class Layout:
         I, IO, F, FO: the int64 data, its segment bounds, the float64 data and its bounds.
         kin, part: the compiled model and partition laid out.
         n_rows: closure rows (6 per chord plus couplings); lu_size: floats of all LU blocks.
+        point: the chords laid out as point chords (module docstring).
     """
 
     I: np.ndarray
@@ -125,6 +137,7 @@ class Layout:
     part: Partition
     n_rows: int
     lu_size: int
+    point: tuple[int, ...] = ()
 
     def segment(self, name: str) -> np.ndarray:
         """A named segment (a view), for tests and diagnostics."""
@@ -178,6 +191,37 @@ def _modules(kin: CompiledModel, part: Partition) -> list[tuple[np.ndarray, np.n
     return [(rows, dep)]
 
 
+def point_chords(kin: CompiledModel, part: Partition) -> tuple[int, ...]:
+    """The chords that can be laid out as point chords (module docstring): a spherical cut
+    joint whose three coordinates are dependent and whose six rows are all selected (then
+    the three angular rows determine exactly the cut coordinates, which appear in no other
+    row, and eliminating them leaves the three rows of the ball centre)."""
+    dep, rows = set(np.asarray(part.dependent).tolist()), set(np.asarray(part.rows).tolist())
+    out = []
+    for i, e in enumerate(kin.chord_edges):
+        vo = int(kin.v_offset[e])
+        if (kin.kinds[e].type == "spherical" and {vo, vo + 1, vo + 2} <= dep
+                and set(range(6 * i, 6 * i + 6)) <= rows):
+            out.append(i)
+    return tuple(out)
+
+
+def _strip(kin: CompiledModel, mods, point: tuple[int, ...]):
+    """The modules without the point chords' rows 0–2 and cut coordinates (each module
+    loses as many rows as columns: a chord's rows and its cut coordinates share a block)."""
+    rows = {6 * i + k for i in point for k in range(3)}
+    cols = {int(kin.v_offset[kin.chord_edges[i]]) + d for i in point for d in range(3)}
+    out = []
+    for r, d in mods:
+        r2 = np.array([g for g in r if int(g) not in rows], dtype=np.int64)
+        d2 = np.array([j for j in d if int(j) not in cols], dtype=np.int64)
+        if r2.size != d2.size:  # cannot happen (the blocks are square and closed)
+            raise AssertionError("point chord split across modules")
+        if r2.size:
+            out.append((r2, d2))
+    return out
+
+
 def _row_entries(kin: CompiledModel, g: int, col_ptr: list[int], cols: list[int]):
     """(source, global v-index) of every structural entry of closure row g (sources as in
     the module docstring)."""
@@ -217,7 +261,7 @@ def _gather_maps(kin, mods, deppos, indpos, col_ptr, cols):
     return p_ptr, p_src, p_dst, a_ptr, a_src, a_dst, u_ptr, us
 
 
-def _nodes(kin: CompiledModel, mods, indpos, u_ptr, us) -> dict[str, np.ndarray]:
+def _nodes(kin: CompiledModel, mods, indpos, u_ptr, us, point=()) -> dict[str, np.ndarray]:
     """The articulated nodes of the lift (:mod:`rbc.kernels.articulated`): the coordinates
     grouped so that the lift E is block diagonal by group — a module's dependent coordinates
     with the independent ones its rows touch, an edge's coordinates together (union–find) —
@@ -250,6 +294,9 @@ def _nodes(kin: CompiledModel, mods, indpos, u_ptr, us) -> dict[str, np.ndarray]
         members = [int(j) for j in d] + [int(ind[u]) for u in us[u_ptr[m]: u_ptr[m + 1]]]
         for j in members[1:]:
             union(members[0], j)
+    for i in point:  # a point chord's cut coordinates ride with its path (its module)
+        first = next(int(kin.v_offset[j]) for j, _ in kin.paths[i] if kin.kinds[j].nv)
+        union(first, int(kin.v_offset[kin.chord_edges[i]]))
     empty = {name: np.zeros(0, dtype=np.int64) for name in (
         "nd_ptr", "nd_body", "nd_edge", "nd_top", "nd_base", "nd_u_ptr", "nd_u", "nd_c_ptr",
         "nd_c", "nd_e_ptr", "nd_h_ptr", "nd_d_ptr", "v_node", "v_ndrow", "u_ndpos")}
@@ -336,7 +383,7 @@ def _recursion_pays(kin: CompiledModel, s: dict) -> bool:
 
 
 def layout(kin: CompiledModel, part: Partition, tree: TreeModel,
-           recursion: bool | None = None) -> Layout:
+           recursion: bool | None = None, point: bool = True) -> Layout:
     """Lay out a compiled model and a partition for the kernels.
 
     Args:
@@ -348,6 +395,9 @@ def layout(kin: CompiledModel, part: Partition, tree: TreeModel,
             lift's nodes (:mod:`rbc.kernels.articulated`) where the model splits into nodes:
             True — always, False — never (the dense ``M_r``), None — when it pays
             (:func:`_recursion_pays`).
+        point: lay out every chord that can be one as a point chord (module docstring,
+            :func:`point_chords`); False — every chord with six rows (the bundle's rows:
+            the residual, compact C and ``R_p`` of the reference path).
 
     Raises:
         LayoutError: a reversed multi-coordinate tree joint with a varying motion subspace
@@ -411,11 +461,13 @@ def layout(kin: CompiledModel, part: Partition, tree: TreeModel,
     f["gravity"] = np.asarray(rec.gravity, dtype=float)
 
     # chords: compact columns and the terms that fill them
+    pts = point_chords(kin, part) if point else ()
     col_ptr, cols, term_ptr, term_v, term_local, term_sign = [0], [], [0], [], [], []
     path_ptr, path_edge = [0], []
     for i, e in enumerate(kin.chord_edges):
         terms = [(j, float(sg)) for j, sg in kin.paths[i] if kin.kinds[j].nv]
-        terms.append((e, -1.0))
+        if i not in pts:  # a point chord's cut coordinates are not among its columns
+            terms.append((e, -1.0))
         local: dict[int, int] = {}
         for j, sg in terms:
             for d in range(kin.kinds[j].nv):
@@ -435,6 +487,7 @@ def layout(kin: CompiledModel, part: Partition, tree: TreeModel,
     s["ch_term_ptr"], s["ch_term_v"], s["ch_term_local"] = term_ptr, term_v, term_local
     s["ch_term_sign"] = term_sign
     s["ch_path_ptr"], s["ch_path_edge"] = path_ptr, path_edge
+    s["ch_point"] = [int(i in pts) for i in range(kin.n_chords)]
 
     # couplings
     cp_ptr, cp_v, cp_q, cp_coef = [0], [], [], []
@@ -453,7 +506,7 @@ def layout(kin: CompiledModel, part: Partition, tree: TreeModel,
     indpos = np.full(kin.nv, -1, dtype=np.int64)
     indpos[ind] = np.arange(ind.size)
     deppos = np.full(kin.nv, -1, dtype=np.int64)
-    mods = _modules(kin, part)
+    mods = _strip(kin, _modules(kin, part), pts)
     mod_ptr, mod_rows, mod_dep, lu_ptr = [0], [], [], [0]
     pattern = sparsity_pattern(kin)
     for r, d in mods:
@@ -508,14 +561,14 @@ def layout(kin: CompiledModel, part: Partition, tree: TreeModel,
     s["keep_u"], s["keep_q"] = keep_u, keep_q
     s["mod_e_ptr"] = np.concatenate([[0], np.cumsum([r.size * (maps[6][m + 1] - maps[6][m])
                                                      for m, (r, _) in enumerate(mods)])])
-    nodes = _nodes(kin, mods, indpos, maps[6], maps[7])
+    nodes = _nodes(kin, mods, indpos, maps[6], maps[7], pts)
     s.update(nodes)
 
     s["sizes"] = [kin.nq, kin.nv, kin.nq_tree, kin.nv_tree, nb, E, kin.n_chords,
-                  len(kin.coupling_rows), ind.size, part.rank, len(mods), len(sp_coef) // 3,
+                  len(kin.coupling_rows), ind.size, len(mod_rows), len(mods), len(sp_coef) // 3,
                   len(keep_u), len(nodes["nd_base"]), 0]
     if len(nodes["nd_base"]) and recursion is not False:
         s["sizes"][-1] = int(recursion or _recursion_pays(kin, s))
     I, IO = _pack(s, INT_SEGMENTS, np.int64)
     Fa, FO = _pack(f, FLOAT_SEGMENTS, np.float64)
-    return Layout(I, IO, Fa, FO, kin, part, kin.n_rows, int(lu_ptr[-1]))
+    return Layout(I, IO, Fa, FO, kin, part, kin.n_rows, int(lu_ptr[-1]), pts)

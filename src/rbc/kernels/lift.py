@@ -23,6 +23,11 @@ from numba import njit
 from rbc.kernels.access import fseg, iseg
 from rbc.kernels.layout import (
     F_CP_COEF,
+    I_CH_COL_PTR,
+    I_CH_COLS,
+    I_CH_EDGE,
+    I_CH_POINT,
+    I_E_VO,
     I_IND,
     I_MOD_A_DST,
     I_MOD_A_PTR,
@@ -37,6 +42,7 @@ from rbc.kernels.layout import (
     I_MOD_U,
     I_MOD_U_PTR,
     I_SIZES,
+    S_NCH,
     S_NMOD,
     S_NU,
 )
@@ -215,6 +221,31 @@ def lift_matrix(I, IO, F, FO, Cc, lu, piv, E):
             j = us[u_ptr[m] + t]
             for a in range(B.shape[0]):
                 E[dep[ptr[m] + a], j] = -B[a, t]
+    cut_rows(I, IO, Cc, E)
+
+
+@njit(cache=True)
+def cut_rows(I, IO, Cc, E):
+    """A point chord's cut coordinates' rows of E (nv, n_u) from its path's, in place:
+    ``E_e = C_e[0:3] E_path`` — the chord's rows 0–2 (:mod:`rbc.kernels.layout`) give the
+    cut joint's speeds from the path's."""
+    sizes = iseg(I, IO, I_SIZES)
+    point, ch_edge, e_vo = iseg(I, IO, I_CH_POINT), iseg(I, IO, I_CH_EDGE), iseg(I, IO, I_E_VO)
+    col_ptr, cols = iseg(I, IO, I_CH_COL_PTR), iseg(I, IO, I_CH_COLS)
+    nu = E.shape[1]
+    for i in range(sizes[S_NCH]):
+        if not point[i]:
+            continue
+        n, base = col_ptr[i + 1] - col_ptr[i], 6 * col_ptr[i]
+        for d in range(3):
+            row = e_vo[ch_edge[i]] + d
+            for t in range(nu):
+                E[row, t] = 0.0
+            for loc in range(n):
+                a = Cc[base + d * n + loc]
+                j = cols[col_ptr[i] + loc]
+                for t in range(nu):
+                    E[row, t] += a * E[j, t]
 
 
 @njit(cache=True)

@@ -29,7 +29,14 @@ from rbc.kernels.dynamics import (
     spring_wrenches,
     world_inertias,
 )
-from rbc.kernels.kinematics import closure, integrate, poses, velocities, velocity_product
+from rbc.kernels.kinematics import (
+    closure,
+    cut_rates,
+    integrate,
+    poses,
+    velocities,
+    velocity_product,
+)
 from rbc.kernels.layout import (
     I_CH_COL_PTR,
     I_DEP,
@@ -154,6 +161,7 @@ def _bias(I, IO, F, FO, q, v, Jw, G, Fch, P, lu, piv, V, A0, edu):
     solve_rows(I, IO, lu, piv, cv, edu)
     for j in iseg(I, IO, I_DEP):
         edu[j] = -edu[j]
+    cut_rates(I, IO, G, P, cv, edu)  # point chords' cut coordinates (rbc.kernels.layout)
 
 
 @njit(cache=True)
