@@ -47,11 +47,12 @@ def _assert_same_run(a, b, name, tol=1e-12):
 
 def test_handed_back_stages_run_on_the_reference_and_reseed_the_kernel(bundles, monkeypatch):
     """Every third stage and projection handed back (as a singular lift or an unconverged
-    corrector would be): the reference path evaluates them from the kernel's last closed
+    corrector would be), and every second fused step: the step is redone stage by stage,
+    the reference path evaluates the handed-back stages from the kernel's last closed
     configuration, the kernel restarts from its result, and the run is the reference run."""
     from rbc.kernels.evaluator import KernelStage
 
-    calls = {"n": 0}
+    calls = {"n": 0, "fused": 0}
 
     def flaky(real):
         def wrapped(self, *args):
@@ -59,14 +60,25 @@ def test_handed_back_stages_run_on_the_reference_and_reseed_the_kernel(bundles, 
             return None if calls["n"] % 3 == 0 else real(self, *args)
         return wrapped
 
+    def flaky_step(real):
+        def wrapped(self, *args):
+            calls["fused"] += 1
+            return (0, None) if calls["fused"] % 2 == 0 else real(self, *args)
+        return wrapped
+
     ref = REFERENCES / "stewart.csv"
-    b = _run(bundles["stewart"], ref, "reference", "dopri5")
-    monkeypatch.setattr(KernelStage, "stage", flaky(KernelStage.stage))
-    monkeypatch.setattr(KernelStage, "project", flaky(KernelStage.project))
-    a = _run(bundles["stewart"], ref, "kernel", "dopri5")
-    assert a.summary["integration"]["kernel_handbacks"] == calls["n"] // 3 > 0
-    _assert_same_run(a, b, "stewart")
-    assert a.summary["max_loop_gap"] <= 1e-12
+    for integrator in ("dopri5", "rk4"):
+        calls["n"] = calls["fused"] = 0
+        b = _run(bundles["stewart"], ref, "reference", integrator)
+        with monkeypatch.context() as m:
+            m.setattr(KernelStage, "stage", flaky(KernelStage.stage))
+            m.setattr(KernelStage, "project", flaky(KernelStage.project))
+            m.setattr(KernelStage, "rk_step", flaky_step(KernelStage.rk_step))
+            a = _run(bundles["stewart"], ref, "kernel", integrator)
+        assert calls["fused"] >= a.summary["integration"]["accepted_steps"]
+        assert a.summary["integration"]["kernel_handbacks"] == calls["n"] // 3 > 0
+        _assert_same_run(a, b, "stewart")
+        assert a.summary["max_loop_gap"] <= 1e-12
 
 
 def test_tendon_ports_run_on_the_reference_evaluator(tmp_path_factory):

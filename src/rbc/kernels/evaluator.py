@@ -190,6 +190,23 @@ def _f64(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x, dtype=np.float64)
 
 
+@dataclass(frozen=True, eq=False)
+class FusedStep:
+    """A Runge–Kutta step evaluated in one kernel call (:meth:`KernelStage.rk_step`).
+
+    Attributes:
+        y1: (N,) the new state; err: (N,) the error vector; k_end: (N,) ẏ at y1 with the
+        step's efforts; gain: (n_u, n_act) ``∂u̇/∂f`` at y1 (``M_r⁻¹ E[ports]ᵀ``);
+        port_speeds: (n_act,) the port coordinates' speeds at y1 (``P_act = f · port_speeds``).
+    """
+
+    y1: np.ndarray
+    err: np.ndarray
+    k_end: np.ndarray
+    gain: np.ndarray
+    port_speeds: np.ndarray
+
+
 class KernelStage:
     """The reduced backend's per-stage evaluation (one kernel call each; DESIGN.md §13).
 
@@ -239,6 +256,8 @@ class KernelStage:
         self._blocks = np.empty(lift.blocks_size(lay.I, lay.IO))  # the cond bound's anchor
         self._sv = np.zeros((int(lay.segment("sizes")[S_NMOD]), 2))
         self._anchored = False
+        self._ports = np.array(lay.segment("ports"))
+        self._keep_u = np.array(lay.segment("keep_u"))
 
     def stage(self, y: np.ndarray, f: np.ndarray) -> np.ndarray | None:
         """ẏ (2 n_u + 2,) = (u, u̇, P_act, P_passive) at the state y = (x, u, W_act,
@@ -253,9 +272,37 @@ class KernelStage:
         self._fresh_c = True
         return out
 
+    def rk_step(self, weights: tuple[np.ndarray, np.ndarray, np.ndarray], y: np.ndarray,
+                k1: np.ndarray, f: np.ndarray, h: float) -> tuple[int, FusedStep | None]:
+        """One Runge–Kutta step from y in one kernel call (:func:`rbc.kernels.step.rk_step`).
+
+        Args:
+            weights: ``(A, b, e)`` (:func:`rbc.sim.integrators.fused_weights`); y: (N,) the
+                state; k1: (N,) ẏ at y with port efforts f (n_act,); h: the step [s].
+
+        Returns:
+            ``(stages evaluated, the step or None when a stage was handed back)`` — then the
+            closed state is the last successful stage's (class docstring).
+        """
+        A, b, e = weights
+        n = y.size
+        y1, k_end, err = np.empty(n), np.empty(n), np.empty(n)
+        gain = np.empty((self.n, self.km.n_act))
+        status, done = step.rk_step(*self.km._args, self.q, self.E, self.x0, self.rho, self.Cc,
+                                    A, b, e, _f64(y), _f64(k1), _f64(f), float(h), self.tol,
+                                    self.max_iter, y1, k_end, err, gain, self.v)
+        if done:
+            self._fresh_c = True
+        if status != step.OK:
+            return done, None
+        return done, FusedStep(y1, err, k_end, gain, self.v[self._ports])
+
     def project(self, y: np.ndarray) -> np.ndarray | None:
         """The closed configuration (nq,) at the values of state y, or None when handed
-        back."""
+        back. Where the last stage closed at those values already (the end point of a
+        step), that configuration — the kernel would recompute the same bits."""
+        if self._fresh_c and np.array_equal(_f64(y)[self._keep_u], self.x0):
+            return self.q
         s = step.project(*self.km._args, self.q, self.E, self.x0, self.rho, self.Cc, _f64(y),
                          self.tol, self.max_iter)
         if s != step.OK:
@@ -306,6 +353,11 @@ class KernelStage:
                                 self._col_scale, blocks, sv)
         lift.scaled_cond_bound(lay.I, lay.IO, lay.F, lay.FO, args[4], self._row_scale,
                                self._col_scale, blocks, sv)
+        # a one-stage tableau at h = 0: the step's types, no move
+        step.rk_step(*self.km._args, *args, np.zeros((1, 1)), np.ones(1), np.zeros(2), y,
+                     np.zeros(y.size), f, 0.0, self.tol, self.max_iter, np.empty(y.size),
+                     np.empty(y.size), np.empty(y.size), np.empty((self.n, f.size)),
+                     np.empty(self.v.size))
         return time.perf_counter() - t0
 
     def reseed(self, q: np.ndarray, E: np.ndarray, rho: np.ndarray) -> None:

@@ -23,6 +23,8 @@ from rbc.kernels.access import iseg
 from rbc.kernels.articulated import articulated, node_apply, node_lift
 from rbc.kernels.dynamics import (
     body_forces,
+    cholesky,
+    cholesky_apply,
     cholesky_solve,
     loads,
     reduced,
@@ -44,6 +46,7 @@ from rbc.kernels.layout import (
     I_KEEP_Q,
     I_KEEP_U,
     I_ND_E_PTR,
+    I_PORTS,
     I_SIZES,
     S_NB,
     S_NCH,
@@ -330,6 +333,15 @@ def stage(I, IO, F, FO, lu_size, q, E, x0, rho_out, Cc_out, y, f, tol, max_iter,
     Returns:
         :data:`OK`, :data:`SINGULAR_LIFT`, :data:`NOT_PD` or :data:`NOT_CLOSED`.
     """
+    nu = iseg(I, IO, I_SIZES)[S_NU]
+    return _stage(I, IO, F, FO, lu_size, q, E, x0, rho_out, Cc_out, y, f, tol, max_iter,
+                  ydot, v, np.empty((nu, nu)))
+
+
+@njit(cache=True)
+def _stage(I, IO, F, FO, lu_size, q, E, x0, rho_out, Cc_out, y, f, tol, max_iter, ydot, v,
+           Mr):
+    """:func:`stage` with ``M_r`` (n_u, n_u) out at the closed configuration."""
     Tw, Jw, G, Fch, rho, Cc, P, lu, piv = _work(I, IO, lu_size)
     status = _project(I, IO, F, FO, q, E, x0, rho_out, Cc_out, y, tol, max_iter, Tw, Jw, G,
                       Fch, rho, Cc, P, lu, piv)
@@ -339,7 +351,6 @@ def stage(I, IO, F, FO, lu_size, q, E, x0, rho_out, Cc_out, y, f, tol, max_iter,
     nu, nv = sizes[S_NU], sizes[S_NV]
     u = y[nu: 2 * nu]
     edu = np.empty(nv)
-    Mr = np.empty((nu, nu))
     rhs = np.empty(nu)
     udot = np.empty(nu)
     power = np.empty(2)
@@ -412,3 +423,79 @@ def evaluate_batch(I, IO, F, FO, lu_size, Q, U, Fp, UD, status, n_chunks):
                                  E, Mr, rhs)
         UD[lo:hi] = UDc
         status[lo:hi] = st
+
+
+@njit(cache=True)
+def rk_step(I, IO, F, FO, lu_size, q, E, x0, rho_out, Cc_out, A, b, e, y, k1, f, h, tol,
+            max_iter, y1, k_end, err, gain, v):
+    """One explicit Runge–Kutta step of the reduced backend's state in one call: the stages
+    2…s of a tableau from the first k1, the new state, the stage there, the error vector —
+    what :func:`rbc.sim.integrators.rk_step` and :meth:`rbc.sim.backends.reduced.
+    ReducedBackend.rhs` do stage by stage, with each stage :func:`stage` (the closed state
+    (q, E, x0, ρ, C) is updated in place by every stage that succeeds).
+
+    Args:
+        A: (s, s) strictly lower-triangular coefficients; b: (s,) weights; e: (s + 1,)
+            error weights over the s stages and the stage at y1 (DOPRI5: its ``b − b̂``, the
+            last stage first-same-as-last; RK4: ``(0, 0, 0, 1/6, −1/6)``, its embedded
+            third-order difference, :data:`rbc.sim.integrators.RK4`).
+        y: (N,) the state; k1: (N,) ẏ at y with efforts f (n_act,); h: the step [s].
+        y1: (N,) out ``y + h Σ b_i k_i``; k_end: (N,) out ẏ at y1; err: (N,) out
+            ``h Σ e_i k_i``; gain: (n_u, n_act) out ``M_r⁻¹ E[ports]ᵀ`` at y1 (u̇ is affine
+            in the efforts: the next first stage with other efforts is k_end plus its
+            product, :meth:`ReducedBackend._first_stage`); v: (nv,) out ``E u`` at y1.
+
+    Returns:
+        ``(status, stages evaluated)``: :data:`OK` or the first failing stage's status
+        (the outputs are then not written; the closed state is the last successful
+        stage's).
+    """
+    s, N = b.size, y.size
+    nu = iseg(I, IO, I_SIZES)[S_NU]
+    K = np.empty((s, N))
+    K[0] = k1
+    z = np.empty(N)
+    Mr = np.empty((nu, nu))
+    for i in range(1, s):
+        for c in range(N):
+            acc = 0.0
+            for j in range(i):
+                acc += A[i, j] * K[j, c]
+            z[c] = y[c] + h * acc
+        status = _stage(I, IO, F, FO, lu_size, q, E, x0, rho_out, Cc_out, z, f, tol,
+                        max_iter, K[i], v, Mr)
+        if status != OK:
+            return status, i - 1
+    for c in range(N):
+        acc = 0.0
+        for j in range(s):
+            acc += b[j] * K[j, c]
+        y1[c] = y[c] + h * acc
+    status = _stage(I, IO, F, FO, lu_size, q, E, x0, rho_out, Cc_out, y1, f, tol, max_iter,
+                    k_end, v, Mr)
+    if status != OK:
+        return status, s - 1
+    for c in range(N):
+        acc = e[s] * k_end[c]
+        for j in range(s):
+            acc += e[j] * K[j, c]
+        err[c] = h * acc
+    _port_gain(I, IO, E, Mr, gain)
+    return OK, s
+
+
+@njit(cache=True)
+def _port_gain(I, IO, E, Mr, gain):
+    """``M_r⁻¹ E[ports]ᵀ`` (n_u, n_act) out: u̇'s change per unit port effort (the efforts
+    enter the reduced right-hand side as ``E[ports]ᵀ f``, :func:`rbc.kernels.dynamics.
+    loads`). M_r is positive definite here (its stage succeeded)."""
+    ports = iseg(I, IO, I_PORTS)
+    L = Mr.copy()
+    cholesky(L)
+    col = np.empty(Mr.shape[0])
+    for n in range(ports.size):
+        for a in range(col.size):
+            col[a] = E[ports[n], a]
+        cholesky_apply(L, col, col)
+        for a in range(col.size):
+            gain[a, n] = col[a]

@@ -71,6 +71,22 @@ DOPRI5 = _dopri5()
 RK4 = Tableau("rk4", np.array([0, 0.5, 0.5, 1.0]),
               np.array([[0, 0, 0, 0], [0.5, 0, 0, 0], [0, 0.5, 0, 0], [0, 0, 1.0, 0]]),
               np.array([1 / 6, 1 / 3, 1 / 3, 1 / 6]), None, 4, False)
+#: RK4's embedded third-order weights over its four stages and ẏ at the new point
+#: (module docstring).
+RK4_EMBEDDED = np.array([1 / 6, 1 / 3, 1 / 3, 0, 1 / 6])
+
+
+def fused_weights(tab: Tableau) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(A (s, s), b (s,), e (s + 1,))`` of a tableau for a step in one kernel call
+    (:func:`rbc.kernels.step.rk_step`): s stages from A, then ẏ at the new point; e weighs
+    the s stages and that one — DOPRI5's own error weights (its last stage is that point:
+    first same as last), RK4's ``b − b̂`` with b̂ :data:`RK4_EMBEDDED` (``h (k₄ − k₅)/6``)."""
+    if tab.fsal:
+        s = tab.c.size - 1
+        return (np.ascontiguousarray(tab.A[:s, :s]), np.ascontiguousarray(tab.b[:s]),
+                np.ascontiguousarray(tab.e))
+    return (np.ascontiguousarray(tab.A), np.ascontiguousarray(tab.b),
+            np.append(tab.b, 0.0) - RK4_EMBEDDED)
 
 #: Step growth limits and safety factor of the controller (Hairer §II.4).
 GROW, SHRINK, SAFETY = 5.0, 0.2, 0.9
@@ -81,12 +97,14 @@ class StepFailure(Exception):
 
 
 def error_norm(err: np.ndarray, y0: np.ndarray, y1: np.ndarray, rtol: float,
-               atol: float | np.ndarray) -> tuple[float, int]:
-    """``(‖err‖, index of the largest scaled component)`` (module docstring)."""
+               atol: float | np.ndarray, within: int | None = None) -> tuple[float, int]:
+    """``(‖err‖, index of the largest scaled component)`` (module docstring); the index among
+    the first ``within`` components when given (e.g. the coordinates, not the works)."""
     scaled = err / (atol + rtol * np.maximum(np.abs(y0), np.abs(y1)))
     if scaled.size == 0:
         return 0.0, 0
-    return float(np.sqrt(np.mean(scaled * scaled))), int(np.argmax(np.abs(scaled)))
+    return (float(np.sqrt(np.mean(scaled * scaled))),
+            int(np.argmax(np.abs(scaled[:within]))) if within != 0 else 0)
 
 
 def rk_step(rhs: Rhs, tab: Tableau, y: np.ndarray, h: float, k1: np.ndarray
@@ -129,5 +147,5 @@ class StepStats:
     failures: list[str] = field(default_factory=list)
 
 
-__all__ = ["DOPRI5", "GROW", "RK4", "SAFETY", "SHRINK", "StepFailure", "StepStats",
-           "Tableau", "error_norm", "rk_step"]
+__all__ = ["DOPRI5", "GROW", "RK4", "RK4_EMBEDDED", "SAFETY", "SHRINK", "StepFailure",
+           "StepStats", "Tableau", "error_norm", "fused_weights", "rk_step"]

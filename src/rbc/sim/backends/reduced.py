@@ -106,7 +106,7 @@ import numpy as np
 import pinocchio as pin
 from scipy.integrate import solve_ivp
 
-from rbc.kernels.evaluator import KernelModel, KernelStage
+from rbc.kernels.evaluator import FusedStep, KernelModel, KernelStage
 from rbc.kernels.layout import LayoutError
 from rbc.model.closure import ClosureError
 from rbc.model.dynamics import (
@@ -134,6 +134,7 @@ from rbc.sim.integrators import (
     StepFailure,
     StepStats,
     error_norm,
+    fused_weights,
     rk_step,
 )
 from rbc.sim.manifold import LiftedCloser
@@ -153,6 +154,10 @@ GROUP_JOINTS = ("free", "spherical")
 #: Smallest adaptive step, as a fraction of the control period, before the run is given up
 #: (2⁻⁴⁰: far below any physical time scale of a control loop).
 MIN_STEP_FRACTION = 2.0**-40
+
+
+#: The fused step's weights per tableau (:func:`rbc.sim.integrators.fused_weights`).
+FUSED = {t.name: fused_weights(t) for t in (DOPRI5, RK4)}
 
 
 class ReducedBackend(Backend):
@@ -423,8 +428,9 @@ class ReducedBackend(Backend):
         out[: self.n] = self._mag0 + np.abs(y[: self.n])
         return out
 
-    def _error(self, e: np.ndarray, y: np.ndarray, y1: np.ndarray) -> tuple[float, int]:
-        return error_norm(e, self._scale(y), self._scale(y1), self.rtol, self.atol)
+    def _error(self, e: np.ndarray, y: np.ndarray, y1: np.ndarray,
+               within: int | None = None) -> tuple[float, int]:
+        return error_norm(e, self._scale(y), self._scale(y1), self.rtol, self.atol, within)
 
     @property
     def evaluations(self) -> int:
@@ -486,12 +492,48 @@ class ReducedBackend(Backend):
         return q.copy()
 
     def _first_stage(self, f: np.ndarray) -> np.ndarray:
-        if self._k1 is None or not np.array_equal(self._k1[1], f):
-            self._k1 = (self.rhs(self.y, f), f.copy())
+        """ẏ at the current state with efforts f: the last step's end stage when its efforts
+        were f; with other efforts, on the kernel, that stage moved by its effort gain (u̇
+        and P_act are affine in the port efforts: ``u̇ += G Δf``, ``P_act = f · ℓ̇_ports``;
+        the passive power does not depend on them) — no evaluation; else one."""
+        k = self._k1
+        if k is not None and np.array_equal(k[1], f):
+            return k[0]
+        if k is not None and k[2] is not None:
+            n = self.n
+            k1 = k[0].copy()
+            k1[n: 2 * n] += k[2] @ (f - k[1])
+            k1[2 * n] = f @ k[3]
+            self._k1 = (k1, f.copy(), k[2], k[3])
+        else:
+            self._k1 = (self.rhs(self.y, f), f.copy(), None, None)
         return self._k1[0]
 
+    def _step(self, tab, y: np.ndarray, h: float, f: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, FusedStep | None]:
+        """``(y1, error vector, ẏ at y1, the fused step or None)``: one step of tableau tab
+        from y — in one kernel call (:meth:`rbc.kernels.evaluator.KernelStage.rk_step`)
+        when the kernel evaluates every stage, else stage by stage through :meth:`rhs`
+        (also after a stage the kernel handed back: the step is redone from y, the
+        reference path taking that stage).
+
+        Raises:
+            StepFailure: a stage could not be evaluated.
+        """
+        k1 = self._first_stage(f)
+        if self.kernel is not None and not self._any_rated:
+            done, out = self.kernel.rk_step(FUSED[tab.name], y, k1, f, h)
+            self.stats.evaluations += done
+            if out is not None:
+                return out.y1, out.err, out.k_end, out
+        y1, e, k_end = rk_step(lambda z: self.rhs(z, f), tab, y, h, k1)
+        if not tab.fsal:  # RK4: ẏ at y1 for the embedded estimate (module docstring)
+            k4, k_end = k_end, self.rhs(y1, f)
+            e = h / 6.0 * (k4 - k_end)
+        return y1, e, k_end, None
+
     def _accept(self, y1: np.ndarray, k_next: np.ndarray | None, f: np.ndarray,
-                h: float) -> None:
+                h: float, fused: FusedStep | None = None) -> None:
         self.y, self.time = y1, self.time + h
         if self.chart and k_next is not None:  # the chart moves to y1 (module docstring)
             self._close(y1[: self.n])
@@ -500,7 +542,9 @@ class ReducedBackend(Backend):
             self.y[: self.n] = 0.0
             k_next = k_next.copy()
             k_next[: self.n] = self.u  # ξ̇ = J(0)⁻¹ u = u
-        self._k1 = None if k_next is None else (k_next, f.copy())
+        self._k1 = None if k_next is None else (
+            k_next, f.copy(), *((None, None) if fused is None
+                                else (fused.gain, fused.port_speeds)))
         self.stats.accepted += 1
         self._check_partition()
 
@@ -509,16 +553,13 @@ class ReducedBackend(Backend):
         self._hold_coulomb()
         y = self.y
         try:
-            y1, _, k4 = rk_step(lambda z: self.rhs(z, f), RK4, y, h, self._first_stage(f))
-            k5 = self.rhs(y1, f)
+            y1, e, k5, fused = self._step(RK4, y, h, f)
         except StepFailure as err:
             raise BackendError(f"reduced backend (rk4) at t = {self.time:.6g} s: {err}; "
                                "a smaller --dt or the adaptive default (--integrator dopri5) "
                                "may pass") from None
-        e = h / 6.0 * (k4 - k5)
-        err, i = self._error(e, y, y1)
-        n2 = 2 * self.n
-        i = self._error(e[:n2], y[:n2], y1[:n2])[1]  # name a coordinate, not a work term
+        # the index names a coordinate, not a work term
+        err, i = self._error(e, y, y1, within=2 * self.n)
         self._track(err, i)
         if err > 1.0:
             self.stats.exceeded += 1
@@ -527,7 +568,7 @@ class ReducedBackend(Backend):
                     f"rk4: the estimated local error exceeds the tolerance (rtol {self.rtol:g},"
                     f" atol {self.atol:g}) by {err:.3g}× at t = {self.time + h:.6g} s, worst in "
                     f"{self._names[i]}; use a smaller --dt or --integrator dopri5")
-        self._accept(y1, k5, f, h)
+        self._accept(y1, k5, f, h, fused)
 
     def _adaptive(self, f: np.ndarray, t_end: float) -> None:
         """Dormand–Prince steps from self.time to t_end with error control."""
@@ -542,8 +583,7 @@ class ReducedBackend(Backend):
             self._hold_coulomb()
             y = self.y
             try:
-                y1, e, k7 = rk_step(lambda z: self.rhs(z, f), DOPRI5, y, h,
-                                    self._first_stage(f))
+                y1, e, k7, fused = self._step(DOPRI5, y, h, f)
             except StepFailure as err:
                 self._why = str(err)
                 self.stats.rejected += 1
@@ -553,7 +593,7 @@ class ReducedBackend(Backend):
             if err <= 1.0:
                 self._track(err, i)
                 grow = GROW if err == 0 else min(GROW, max(SHRINK, SAFETY * err**-0.2))
-                self._accept(y1, k7, f, h)
+                self._accept(y1, k7, f, h, fused)
                 self.h = max(self.h, h * grow) if h < self.h else h * grow
             else:
                 self._why = f"error estimate {err:.3g} in {self._names[i]}"
