@@ -20,7 +20,12 @@ from rbc.compose.dynamics import (
     spatial_inertia,
 )
 from rbc.compose.lift import composer_lift
-from rbc.compose.wrenches import RANK_RTOL, min_norm_solve, support_wrench_map
+from rbc.compose.wrenches import (
+    RANK_RTOL,
+    chord_reduced_solve,
+    min_norm_solve,
+    support_wrench_map,
+)
 from rbc.model.dynamics import DynamicsData
 from rbc.model.reactions import constraint_map
 
@@ -112,12 +117,68 @@ def test_min_norm_solve_equals_the_truncated_svd(seed):
     assert _rel(min_norm_solve(A, B), _svd_pinv(A) @ B) <= 1e-10  # cond(A) ~ 1e2
 
 
+def _chord_map(rng, chords: int, deficient: dict[int, int], extra: int, m: int
+               ) -> np.ndarray:
+    """A sparse closure-like map (m, 6 chords + extra): each chord block touches a random
+    quarter of the rows, the ``deficient`` ones of rank 6 − d by construction."""
+    cols = []
+    for e in range(chords):
+        rows = rng.choice(m, size=m // 4, replace=False)
+        blk = np.zeros((m, 6))
+        d = deficient.get(e, 0)
+        blk[rows] = rng.standard_normal((rows.size, 6 - d)) @ np.linalg.qr(
+            rng.standard_normal((6, 6)))[0][: 6 - d]
+        cols.append(blk)
+    cols.append(rng.standard_normal((m, extra)) * (rng.random((m, extra)) < 0.3))
+    return np.hstack(cols)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_chord_reduced_solve_equals_the_pseudo_inverse(seed):
+    """Chord blocks with their own null directions (planted: a planar loop's self-stress)
+    and otherwise independent columns: the sparse solve with those directions removed is
+    the pseudo-inverse solution, for a consistent and an inconsistent right-hand side
+    (cond of the reduced map ~1e2: 1e-10)."""
+    rng = np.random.default_rng(seed)
+    m, chords = 90, 8
+    At = _chord_map(rng, chords, {1: 3, 4: 2, 6: 3}, 4, m)
+    rank = At.shape[1] - 8
+    assert np.linalg.matrix_rank(At) == rank  # (the planted directions are all of it)
+    for B in (At @ rng.standard_normal((At.shape[1], 5)), rng.standard_normal((m, 5))):
+        X = chord_reduced_solve(At, B, chords, rank)
+        assert X is not None
+        assert _rel(X, _svd_pinv(At) @ B) <= 1e-10
+        assert _rel(min_norm_solve(At, B, chords, rank), X) == 0.0  # the fast path ran
+
+
+def test_chord_reduced_solve_declines(seed=3):
+    """Where the chords' own null spaces are not the whole null space (two chords sharing a
+    column direction), or a block is within the undecided band of a rank change, the fast
+    path declines and min_norm_solve takes gelsy."""
+    rng = np.random.default_rng(seed)
+    m, chords = 60, 6
+    At = _chord_map(rng, chords, {2: 3}, 0, m)
+    At[:, 6 * 4] = At[:, 6 * 5]  # a dependency across two chords
+    rank = int(np.linalg.matrix_rank(At))
+    assert chord_reduced_solve(At, At[:, :3], chords, rank) is None
+    B = rng.standard_normal((m, 3))
+    assert _rel(min_norm_solve(At, B, chords, rank), _svd_pinv(At) @ B) <= 1e-10
+    At = _chord_map(rng, chords, {}, 0, m)
+    u, s, vt = np.linalg.svd(At[:, :6], full_matrices=False)
+    At[:, :6] = (u * np.r_[s[:5], 1e-9 * s[0]]) @ vt  # nearly rank 5
+    assert chord_reduced_solve(At, B, chords, 36) is None
+
+
 def test_support_wrench_map_equals_the_svd_formula(moving):
     mm, data, q, u = moving
     T = composed_terms(mm, data, q, u)
     smap = support_wrench_map(mm, data, T)
     At = constraint_map(mm.dm, data, q)
     X = _svd_pinv(At)
+    k = mm.kin
+    # the pair's map takes the sparse path (its planar loops' self-stresses are the
+    # chords' own null directions)
+    assert chord_reduced_solve(At, At[:, :2], k.n_chords, k.nv - T.lift.E.shape[1]) is not None
     rng = np.random.default_rng(5)
     for f in (np.zeros(T.L.shape[0]), rng.uniform(-20, 20, T.L.shape[0])):
         # the map's wrenches against the SVD solve of the same right-hand side (chord_wrenches

@@ -64,17 +64,104 @@ class ChordWrenches:
         return dict(zip(self.names, self.wrench, strict=True))
 
 
-def min_norm_solve(At: np.ndarray, B: np.ndarray) -> np.ndarray:
+def min_norm_solve(At: np.ndarray, B: np.ndarray, chords: int = 0, rank: int | None = None
+                   ) -> np.ndarray:
     """The minimum-norm least-squares solution X of ``At X = B`` (At (m, n); B (m,) or
     (m, k)), the effective rank cut at :data:`RANK_RTOL` of the largest singular value:
     LAPACK's complete orthogonal factorization with column pivoting (``gelsy``), the same
     solution as the truncated-SVD pseudo-inverse (tests/compose/test_fast_paths.py: ≤ 1e-10
     on seeded rank-deficient matrices, ≤ 1e-11 on the pair's support-wrench map) at a third
-    of its cost on the ring's 330 × 330 map."""
+    of its cost on the ring's 330 × 330 map.
+
+    ``chords``: At's first ``6 chords`` columns are closure chords, 6 each, and ``rank`` its
+    rank: then :func:`chord_reduced_solve` (sparse, each chord's own null space removed
+    first) where it applies, gelsy otherwise."""
     if At.size == 0:
         return np.zeros((At.shape[1],) + np.shape(B)[1:])
+    if chords and rank is not None:
+        X = chord_reduced_solve(At, B, chords, rank)
+        if X is not None:
+            return X
     return scipy.linalg.lstsq(At, B, cond=RANK_RTOL, lapack_driver="gelsy",
                               check_finite=False)[0]
+
+
+#: A chord block's singular values below this fraction of ‖At‖_F are its own null space;
+#: between it and :data:`CHORD_GAP` the block is too close to a rank change to tell
+#: (:func:`chord_reduced_solve` declines). A planar loop's out-of-plane directions are
+#: null to round-off (measured 1e-21 – 1e-18 of ‖At‖ on the ring), the other singular
+#: values of the blocks ≥ 0.1.
+CHORD_NULL, CHORD_GAP = 1e-12, 1e-6
+
+
+def chord_reduced_solve(At: np.ndarray, B: np.ndarray, chords: int, rank: int
+                        ) -> np.ndarray | None:
+    """:func:`min_norm_solve` of a closure map At (m, n) whose first ``6 chords`` columns
+    are chord blocks, exploiting its sparsity, or None where it does not apply.
+
+    The method: a chord whose 6 columns ``A_e`` are rank deficient by themselves (a planar
+    loop's out-of-plane wrench: self-stress) has null directions ``N_e`` that are null
+    directions of At. Where those make up At's whole null space (their count is
+    ``n − rank``), the minimum-norm solution lies in their orthogonal complement, spanned
+    by ``R = diag(V_e)`` (V_e an orthonormal basis of ``A_e``'s row space, identity on the
+    other columns): ``X = R Y`` with Y the least-squares solution of the full-column-rank
+    ``(At R) Y = B`` — exactly the pseudo-inverse solution — found from the sparse
+    augmented system ``[[I, A], [Aᵀ, 0]] [r; Y] = [B; 0]`` (one SuperLU; Björck,
+    *Numerical Methods for Least Squares Problems*, 1996, §2.5, §7.6; ``A = At R``).
+
+    Returns None (the caller takes the dense path) when a block's singular value lies in
+    the undecided band ``[CHORD_NULL, CHORD_GAP] · ‖At‖_F``, when the local null spaces do
+    not account for ``n − rank``, or when the augmented system is singular.
+    """
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.linalg import splu
+
+    m, n = At.shape
+    scale = float(np.linalg.norm(At))
+    if not scale or 6 * chords > n:
+        return None
+    blocks = At[:, : 6 * chords].reshape(m, chords, 6)
+    touched = np.any(blocks != 0.0, axis=2)  # (m, chords): a block's non-zero rows
+    counts = touched.sum(axis=0)
+    r = max(int(counts.max(initial=0)), 1)
+    # every block's non-zero rows first (padded with zero rows): one batched SVD
+    first = np.argsort(~touched, axis=0, kind="stable")[:r]  # (r, chords)
+    G = blocks[first, np.arange(chords)] * (np.arange(r)[:, None] < counts)[..., None]
+    sv, vt = np.linalg.svd(G.transpose(1, 0, 2), full_matrices=False)[1:]
+    if np.any((sv > CHORD_NULL * scale) & (sv < CHORD_GAP * scale)):
+        return None
+    keep = np.count_nonzero(sv >= CHORD_GAP * scale, axis=1)  # each block's rank
+    if n - int(np.sum(6 - keep)) != rank:
+        return None
+    reduced = {int(e): vt[e, : keep[e]].T for e in np.flatnonzero(keep < 6)}
+    parts = [blocks[:, e] @ reduced[e] if e in reduced else blocks[:, e]
+             for e in range(chords)]
+    sizes = [x.shape[1] for x in parts]
+    parts.append(At[:, 6 * chords:])
+    Ar = np.hstack(parts)
+    p = Ar.shape[1]
+    i, j = np.nonzero(Ar)
+    a = Ar[i, j]
+    K = coo_matrix((np.concatenate([np.ones(m), a, a]),
+                    (np.concatenate([np.arange(m), i, m + j]),
+                     np.concatenate([np.arange(m), m + j, i]))),
+                   shape=(m + p, m + p)).tocsc()
+    Bm = np.asarray(B, dtype=float).reshape(m, -1)
+    try:
+        Y = splu(K, permc_spec="MMD_AT_PLUS_A").solve(
+            np.vstack([Bm, np.zeros((p, Bm.shape[1]))]))[m:]
+    except RuntimeError:  # SuperLU: "Factor is exactly singular"
+        return None
+    if not np.all(np.isfinite(Y)):
+        return None
+    X = np.empty((n, Bm.shape[1]))
+    c = 0
+    for e in range(chords):
+        X[6 * e: 6 * e + 6] = reduced[e] @ Y[c: c + sizes[e]] if e in reduced else \
+            Y[c: c + 6]
+        c += sizes[e]
+    X[6 * chords:] = Y[c:]
+    return X.reshape((n,) + np.shape(B)[1:])
 
 
 def _points(mm: MemberModel, data: DynamicsData, q: np.ndarray) -> np.ndarray:
@@ -202,7 +289,8 @@ def support_wrench_map(mm: MemberModel, data: DynamicsData, terms: ComposedTerms
     rows = np.arange(6 * (n0 - nl), 6 * k.n_chords)
     p, R = _frames(mm, data, q)
     p, R = p[n0 - nl:], R[n0:]
-    X = min_norm_solve(At, np.column_stack([need0, N]))[rows]
+    X = min_norm_solve(At, np.column_stack([need0, N]), k.n_chords,
+                       k.nv - terms.lift.E.shape[1])[rows]
     lam0 = _about(X[:, 0].reshape(-1, 6), p)
     Lam = X[:, 1:].reshape(-1, 6, Jl.shape[0])
     Lam[:, :3] -= np.cross(p[:, :, None], Lam[:, 3:], axis=1)
