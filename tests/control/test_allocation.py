@@ -160,10 +160,13 @@ def test_slack_phase_is_optimal_and_the_cones_bind(stand, eta):
     assert any(" cop " in a or " friction " in a or " normal" in a for a in A.active)
     J, x = _independent_objective(qp)
     # interior point to gtol 1e-12 (the objective is dominated by ½ρ‖z‖²): 1e-9 relative;
-    # slacks to 1e-9 N·m; the efforts are fixed only through ½‖f̃‖² against ρ‖z‖² (reduced
-    # Hessian condition ≈ ρ‖LᵀD‖² ≈ 1e14): both solvers agree to a few 1e-5 of the bounds
+    # the efforts are fixed only through ½‖f̃‖² against ρ‖z‖² (reduced Hessian condition
+    # ≈ ρ‖LᵀD‖² ≈ 1e14): both solvers agree to a few 1e-5 of the bounds, and the slacks
+    # (z = Q − τ − Lᵀf) to a few 1e-9 of the largest: the interior point's slack moves
+    # by 2e-8 N·m (1.8e-8 → 4.0e-8 from DAQP's) when the wrench maps change by 1e-14
+    # relative (gelsy → the chords' sparse solve), DAQP's by 4e-13
     assert abs(_objective(qp, A.x) - J) <= 1e-9 * max(1.0, abs(J))
-    assert np.abs(A.z - x[n:]).max() <= 1e-9 * max(1.0, A.slack)
+    assert np.abs(A.z - x[n:]).max() <= 3e-9 * max(1.0, A.slack)
     assert np.abs(A.x[:n] - x[:n]).max() <= 2e-4
     assert A.cone_violation <= 1e-8
     assert np.abs(P.L.T @ A.f + A.z - P.rhs).max() <= 1e-9 * np.abs(P.rhs).max()
