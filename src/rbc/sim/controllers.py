@@ -125,17 +125,48 @@ class Controller:
         """Unclipped port efforts (n_act,) [N or N·m] at time t from measured ℓ, ℓ̇."""
         if self.kind == "passive":
             return np.zeros_like(self.lower)
-        r, rd = self.reference.port_reference(t)
-        e = r - ell
-        e[~np.isfinite(e)] = 0.0  # a velocity port has no displacement: rate servo only
-        f = self.gains.kp * e + self.gains.kd * (rd - ell_dot)
-        if self.feedforward is not None:
-            f = f + _linear(self.reference.time, self.feedforward, t)
-        return f
+        return self.tabulate(np.array([float(t)])).command(0, ell, ell_dot)
+
+    def tabulate(self, times: np.ndarray) -> CommandTable:
+        """The reference terms at the control instants (T,) [s] — the reference's ℓ, ℓ̇
+        (cubic Hermite) and the feedforward (linear) — evaluated in one pass; its
+        :meth:`CommandTable.command` at instant i is :meth:`command` at ``times[i]``, the
+        same bits."""
+        if self.kind == "passive":
+            return CommandTable(self.gains, None, None, None, np.zeros_like(self.lower))
+        r, rd = self.reference.port_references(times)
+        ff = (None if self.feedforward is None
+              else _linear(self.reference.time, self.feedforward, np.asarray(times, float)))
+        return CommandTable(self.gains, r, rd, ff, np.zeros_like(self.lower))
 
     def clip(self, f: np.ndarray) -> tuple[np.ndarray, bool]:
         """``(applied, clipped)``: efforts within the limits and whether any was clipped."""
         return clip_efforts(f, self.lower, self.upper)
+
+
+@dataclass(frozen=True, eq=False)
+class CommandTable:
+    """A port-space controller's reference terms at the control instants
+    (:meth:`Controller.tabulate`): ref, rate (T, n_act) the reference ℓ, ℓ̇ (None: passive),
+    ff (T, n_act) the feedforward or None; zero (n_act,) the passive command."""
+
+    gains: Gains | None
+    ref: np.ndarray | None
+    rate: np.ndarray | None
+    ff: np.ndarray | None
+    zero: np.ndarray
+
+    def command(self, i: int, ell: np.ndarray, ell_dot: np.ndarray) -> np.ndarray:
+        """Unclipped port efforts (n_act,) at instant i from measured ℓ, ℓ̇ (module
+        docstring)."""
+        if self.ref is None:
+            return self.zero.copy()
+        e = self.ref[i] - ell
+        e[~np.isfinite(e)] = 0.0  # a velocity port has no displacement: rate servo only
+        f = self.gains.kp * e + self.gains.kd * (self.rate[i] - ell_dot)
+        if self.ff is not None:
+            f = f + self.ff[i]
+        return f
 
 
 def clip_efforts(f: np.ndarray, lower: np.ndarray, upper: np.ndarray
@@ -145,16 +176,17 @@ def clip_efforts(f: np.ndarray, lower: np.ndarray, upper: np.ndarray
     return g, bool(np.any(g != f))
 
 
-def _linear(tg: np.ndarray, y: np.ndarray, t: float) -> np.ndarray:
-    """Row-wise linear interpolation of samples y (K, n) at time t, held at both ends (as
-    ``numpy.interp``, one search for all columns)."""
-    if tg.size == 1 or t >= tg[-1]:
-        return y[-1]
-    if t <= tg[0]:
-        return y[0]
-    k = int(np.searchsorted(tg, t, side="right")) - 1
-    s = (t - tg[k]) / (tg[k + 1] - tg[k])
-    return (1.0 - s) * y[k] + s * y[k + 1]
+def _linear(tg: np.ndarray, y: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Row-wise linear interpolation of samples y (K, n) at the times t (T,), held at both
+    ends (as ``numpy.interp``, one search for all columns): (T, n)."""
+    if tg.size == 1:
+        return np.repeat(y[-1:], t.size, axis=0)
+    k = np.minimum(np.maximum(np.searchsorted(tg, t, side="right") - 1, 0), tg.size - 2)
+    s = ((t - tg[k]) / (tg[k + 1] - tg[k]))[:, None]
+    out = (1.0 - s) * y[k] + s * y[k + 1]
+    out[t >= tg[-1]] = y[-1]
+    out[t <= tg[0]] = y[0]
+    return out
 
 
 def effort_limits(dm: DynamicsModel) -> tuple[np.ndarray, np.ndarray]:

@@ -231,27 +231,41 @@ class LiftedReference:
 
     def port_reference(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         """``(ℓ_ref, ℓ̇_ref)`` (n_act,) at time t (cubic Hermite between grid points)."""
-        return _hermite(self.time, self.ports, self.port_rates, t)
+        val, rate = _hermite(self.time, self.ports, self.port_rates, np.array([float(t)]))
+        return val[0], rate[0]
+
+    def port_references(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(ℓ_ref, ℓ̇_ref)`` (T, n_act) at the times (T,) — :meth:`port_reference` at each,
+        the same bits, in one pass."""
+        return _hermite(self.time, self.ports, self.port_rates, np.asarray(times, dtype=float))
 
     def task_reference(self, name: str, t: float) -> np.ndarray:
         """Reference position (3,) [m] of a task at time t."""
+        return self.task_references(name, np.array([float(t)]))[0]
+
+    def task_references(self, name: str, times: np.ndarray) -> np.ndarray:
+        """Reference positions (T, 3) [m] of a task at the times (T,) (one pass)."""
         x, xd = self.tasks[name]
-        return _hermite(self.time, x, xd, t)[0]
+        return _hermite(self.time, x, xd, np.asarray(times, dtype=float))[0]
 
 
-def _hermite(tg: np.ndarray, y: np.ndarray, yd: np.ndarray, t: float
+def _hermite(tg: np.ndarray, y: np.ndarray, yd: np.ndarray, t: np.ndarray
              ) -> tuple[np.ndarray, np.ndarray]:
-    """Cubic Hermite value and rate at t through samples ``(tg, y, ẏ)`` (clamped to the grid)."""
-    if tg.size == 1 or t >= tg[-1]:
-        return y[-1].copy(), yd[-1].copy()
-    k = max(int(np.searchsorted(tg, t, side="right")) - 1, 0)
+    """Cubic Hermite values and rates (T, n) at the times t (T,) through samples
+    ``(tg, y, ẏ)`` (K,), (K, n), (K, n), clamped to the grid (held after its end)."""
+    if tg.size == 1:
+        return (np.repeat(y[-1:], t.size, axis=0), np.repeat(yd[-1:], t.size, axis=0))
+    k = np.minimum(np.maximum(np.searchsorted(tg, t, side="right") - 1, 0), tg.size - 2)
     h = tg[k + 1] - tg[k]
-    s = (max(t, tg[0]) - tg[k]) / h
+    s = (np.maximum(t, tg[0]) - tg[k]) / h
     s2, s3 = s * s, s * s * s
+    s, s2, s3, h = s[:, None], s2[:, None], s3[:, None], h[:, None]  # per time, per sample
     val = ((2 * s3 - 3 * s2 + 1) * y[k] + (s3 - 2 * s2 + s) * h * yd[k]
            + (3 * s2 - 2 * s3) * y[k + 1] + (s3 - s2) * h * yd[k + 1])
     rate = ((6 * s2 - 6 * s) * (y[k] - y[k + 1]) / h + (3 * s2 - 4 * s + 1) * yd[k]
             + (3 * s2 - 2 * s) * yd[k + 1])
+    end = t >= tg[-1]
+    val[end], rate[end] = y[-1], yd[-1]
     return val, rate
 
 

@@ -605,6 +605,9 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
 
     m = plant.measure()
     record(m, 0.0)
+    # a port-space controller's reference terms at the control instants, in one pass
+    table = ctrl.tabulate(np.arange(n) * prep.control_dt) if isinstance(ctrl, Controller) \
+        else None
     t0 = time.perf_counter()
     body = prep.kin.record.body_index()
     held: dict[str, np.ndarray] = {}
@@ -620,6 +623,8 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
                 m = plant.measure()
         if isinstance(ctrl, AllocationTracking):  # it reads the measured state
             cmd[i] = ctrl.command_measured(i * prep.control_dt, m)
+        elif table is not None:
+            cmd[i] = table.command(i, m.ports, m.port_rates)
         else:
             cmd[i] = ctrl.command(i * prep.control_dt, m.ports, m.port_rates)
         eff[i], clipped[i] = ctrl.clip(cmd[i])
@@ -649,13 +654,11 @@ def simulate(prep: Prepared, progress: Progress | None = None) -> SimResult:
         log.update(links.arrays())
     ref = ctrl.reference
     if ref is not None:
-        pr = np.array([ref.port_reference(t)[0] for t in time_s])
-        log["port_reference"] = pr
+        log["port_reference"] = ref.port_references(time_s)[0]
     for name in tasks:
         log[f"tasks/{name}/position"] = np.asarray(task_rows[name])
         if ref is not None:
-            log[f"tasks/{name}/reference"] = np.array([ref.task_reference(name, t)
-                                                       for t in time_s])
+            log[f"tasks/{name}/reference"] = ref.task_references(name, time_s)
     if isinstance(ctrl, TaskController | AllocationTracking):
         log.update(ctrl.log())
     attrs = {"bundle": prep.bundle, "backend": opts.backend, "controller": opts.controller,
