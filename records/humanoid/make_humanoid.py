@@ -417,6 +417,11 @@ def stand_geometry(v: Variant) -> tuple[float, np.ndarray]:
     return float(-sole[2]), palm
 
 
+#: The formations that travel (rbc.control.steps): their compositions also have the modes
+#: ``swing_l`` / ``swing_r`` (every robot's left / right sole lifted, the hands linked).
+TRAVELLING = ("ring",)
+
+
 def formation(kind: str) -> dict:
     """A composition of the five variants (docs/composition.md): ``ring`` (5 hand links),
     ``semicircle`` or ``line`` (4 links), every robot on both soles (mode ``stand``)."""
@@ -443,8 +448,14 @@ def formation(kind: str) -> dict:
               "b": {"member": f"h{b + 1}", "body": "forearm_l", "frame": "palm"}}
              for a, b in pairs]
     soles = [f"h{k + 1}.sole_{s}" for k in range(n) for s in ("l", "r")]
+    modes = [{"name": "stand", "supports": soles, "links": "all"}]
+    if kind in TRAVELLING:  # every robot on one sole: the sideways steps' swing phases
+        modes += [{"name": f"swing_{s}", "supports": [x for x in soles
+                                                      if not x.endswith(f"sole_{s}")],
+                   "links": "all"} for s in ("l", "r")]
     return {"rbc_composition": 1, "name": kind, "members": members, "links": links,
-            "modes": [{"name": "stand", "supports": soles, "links": "all"}]}
+            "modes": modes}
+
 
 
 HEADER = """\
@@ -467,8 +478,10 @@ def main(out: Path = HERE) -> None:
         text = yaml.safe_dump(formation(kind), sort_keys=False, default_flow_style=None,
                               width=100)
         what = (f"Five humanoids (v1..v5) in a {kind}, holding hands with ideal ball joints "
-                "between palm points; mode 'stand': both soles of every robot supporting. "
-                "Member bundles: rbc compile humanoid_vN.yaml -o DIR/humanoid_vN.h5.")
+                "between palm points; mode 'stand': both soles of every robot supporting"
+                + ("; modes 'swing_l'/'swing_r': every robot's left/right sole lifted (the "
+                   "sideways steps)" if kind in TRAVELLING else "")
+                + ". Member bundles: rbc compile humanoid_vN.yaml -o DIR/humanoid_vN.h5.")
         (out / f"{kind}.yaml").write_text(HEADER.format(what=what) + text)
 
 

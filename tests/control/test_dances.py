@@ -183,3 +183,22 @@ def test_formation_dances(formation, formations_dir):
         if round(t / 0.5) % 4 == 0:
             al = sample_allocation(mm, data, coords, r.q, r.v, r.a)
             assert al.slack <= SLACK_LIMIT and al.cone_violation <= 1e-9
+
+
+@pytest.mark.slow
+def test_travelling_ring_steps(formations_dir):
+    """The travelling ring's sideways steps (rbc.control.steps, the shipped ring's swing
+    modes) at an instant of every phase of the first step and at the end of the last:
+    closed (≤ 1e-10), inside the joint limits, the composed allocation reaching the
+    reference (η = 2e-4, the ramps' σ) and the per-robot allocation evaluated."""
+    from rbc.control.steps import TRAVEL_STEPS, StepAllocation, step_reference
+    from tests.compose.conftest import _composed
+
+    comp = _composed(str(formations_dir), "ring")[1]
+    ref = step_reference(comp, steps=TRAVEL_STEPS)
+    alloc = StepAllocation(comp, ref)
+    for t in (0.8, 1.45, 2.0, 2.5, 3.6, 5.2, 6.4, TRAVEL_STEPS * 7.2):
+        row = alloc(t)
+        assert row["residual"] <= 1e-10 and not within_limits(ref.kin, ref(t).q)
+        assert row["slack"] <= SLACK_LIMIT and row["cone_violation"] <= 1e-9
+        assert np.isfinite(row["per_robot_slack"])

@@ -56,11 +56,14 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pinocchio as pin
 
+from rbc.control.allocation import AllocationWeights
 from rbc.control.cones import UnloadingRamp
 from rbc.control.dances import smoothstep
 from rbc.control.reference import ReferenceFailure, ReferenceSample
 from rbc.ir import spatial as sp
 
+#: Steps of the travelling dance: 4 × 7.2 s (:class:`StepTiming`) = 28.8 s of the 30 s.
+TRAVEL_STEPS = 4
 #: Longest interval [s] between two inverse-kinematics solves of :class:`StepReference`:
 #: a later sample is reached through intermediate solves at most this far apart (the
 #: soles move ≤ 2 cm and the pelvis ≤ 1.5 cm in 50 ms at the default sizes, well inside
@@ -459,10 +462,9 @@ class StepReference:
             self._roots[m] = (kin.q_slice(kin.edge(f"{m}/pelvis.root")), cols)
         self._rows = {s: 6 * kin.chord_edges.index(kin.edge(f"{s}.support"))
                       for s in self.plan.soles}
-        dep = set(np.asarray(self.part.dependent).tolist())
-        self._plan = [(b.chords, b.couplings, np.array([j for j in b.cols if j in dep],
-                                                       dtype=np.int64))
-                      for b in kin.blocks]
+        from rbc.sim.schedule import module_plan
+
+        self._plan = module_plan(kin, self.part)
 
     def model_at(self, t: float):
         """The stand mode's model with every sole's anchor where the sole is at t."""
@@ -477,18 +479,15 @@ class StepReference:
         Raises:
             ReferenceFailure: Newton does not converge (targets out of reach).
         """
-        from rbc.model.closure import newton
+        from rbc.sim.schedule import close_modules
 
-        kin_t = self.model_at(t)
         q = np.array(q, dtype=float)
         for m, (qs, _) in self._roots.items():
             q[qs] = _free_q(self.plan.pelvis[m].pose(t))
-        for chords, couplings, cols in self._plan:
-            if cols.size:
-                q, ok = newton(kin_t, q, chords, couplings, cols)
-                if not ok:
-                    raise ReferenceFailure(f"the steps' targets at t = {t:.4f} s are out of "
-                                           "reach (the legs cannot close on them)")
+        q, ok = close_modules(self.model_at(t), q, self._plan)
+        if not ok:
+            raise ReferenceFailure(f"the steps' targets at t = {t:.4f} s are out of reach "
+                                   "(the legs cannot close on them)")
         return q
 
     def __call__(self, t: float) -> ReferenceSample:
@@ -549,6 +548,90 @@ def step_reference(comp, *, stand: str = "stand", steps: int = 1, start: float =
     return StepReference(kin, part, q0, plan)
 
 
-__all__: Sequence[str] = ("MAX_STEP", "Phase", "Segment", "StepPlan", "StepReference",
-                          "StepSizes", "StepTiming", "Track", "bump", "formation_motion",
-                          "step_plan", "step_reference", "swing_modes")
+#: Model sets (composed and per-robot, one mode at one set of anchors) a
+#: :class:`StepAllocation` keeps.
+MODEL_CACHE = 1
+#: The allocation weights of stepping (issue #20 item 2: η = 2e-4).
+STEPPING_WEIGHTS = AllocationWeights(eta=2e-4)
+
+
+@dataclass(eq=False)
+class StepAllocation:
+    """Inverse-dynamics allocation at samples of a :class:`StepReference` (issue #20's
+    acceptance, docs/allocation.md "Allocation at sampled reference states"): at t the
+    mode of the plan, its member model at the anchors of t, the ramps' σ and η = 2e-4; the
+    composed model's allocation and each robot's own (:mod:`rbc.control.per_robot`, the
+    links not modelled). Models are built once per (mode, anchors) and the last
+    :data:`MODEL_CACHE` of them kept (the ring's composed and five robots' models and
+    scratch data take ~2 GB per set; samples in time order reuse the current phase's).
+
+    Attributes:
+        comp: the composition; ref: the stepping reference; per_robot: also allocate on
+        the robots' own models; weights: the QP's weights.
+    """
+
+    comp: object
+    ref: StepReference
+    per_robot: bool = True
+    weights: AllocationWeights = STEPPING_WEIGHTS
+    _models: dict = field(default_factory=dict, repr=False)
+
+    def models(self, mode: str, anchors: np.ndarray):
+        """``(member model, data, coordinates, robots)`` of ``mode`` at ``anchors``
+        (robots: ``(RobotModel, IndependentCoordinates)`` per member, or () without
+        per_robot)."""
+        from rbc.compose.dynamics import MemberModel
+        from rbc.control.per_robot import robot_models
+        from rbc.control.tracking import IndependentCoordinates
+        from rbc.model.dynamics import DynamicsData
+
+        key = (mode, np.round(np.asarray(anchors, dtype=float), 12).tobytes())
+        if key not in self._models:
+            while len(self._models) >= MODEL_CACHE:
+                self._models.pop(next(iter(self._models)))
+            mm = MemberModel.build(self.comp, mode, anchors)
+            coords = IndependentCoordinates.of(mm.kin, self.comp.modes[mode].partition)
+            robots = tuple((rb, IndependentCoordinates.of(rb.mm.kin, rb.part))
+                           for rb in robot_models(self.comp, mode, anchors)
+                           ) if self.per_robot else ()
+            self._models[key] = (mm, DynamicsData.of(mm.dm), coords, robots)
+        return self._models[key]
+
+    def __call__(self, t: float) -> dict:
+        """``{"t", "mode", "residual", "slack", "cone_violation", "per_robot_slack",
+        "loads"}`` at t [s]: ‖z‖∞ of the composed allocation (∞ when no efforts keep the
+        wrenches in their cones), the largest of the robots' own (None without
+        per_robot), the sample's closure residual and the ramps' σ."""
+        from rbc.control.allocation import AllocationError
+        from rbc.control.inverse import sample_allocation
+
+        r = self.ref(t)
+        plan = self.ref.plan
+        mode = plan.mode_at(t)
+        loads = plan.loads(t)
+        mm, data, coords, robots = self.models(mode, plan.anchors(t))
+        try:
+            al = sample_allocation(mm, data, coords, r.q, r.v, r.a, loads=loads,
+                                   weights=self.weights)
+            slack, viol = al.slack, al.cone_violation
+        except AllocationError:
+            slack, viol = np.inf, np.inf
+        zr = 0.0 if robots else None
+        for rb, c in robots:
+            qk, vk = rb.state(r.q, r.v)
+            own = {k: v for k, v in loads.items() if k.startswith(rb.name + "/")}
+            try:
+                zr = max(zr, sample_allocation(rb.mm, rb.data, c, qk, vk,
+                                               np.asarray(r.a)[rb.v_index], loads=own,
+                                               weights=self.weights).slack)
+            except AllocationError:
+                zr = np.inf
+        return {"t": float(t), "mode": mode, "residual": r.residual, "slack": float(slack),
+                "cone_violation": float(viol),
+                "per_robot_slack": None if zr is None else float(zr), "loads": loads}
+
+
+__all__: Sequence[str] = ("MAX_STEP", "STEPPING_WEIGHTS", "TRAVEL_STEPS", "Phase", "Segment",
+                          "StepAllocation", "StepPlan", "StepReference", "StepSizes",
+                          "StepTiming", "Track", "bump", "formation_motion", "step_plan",
+                          "step_reference", "swing_modes")

@@ -8,7 +8,10 @@ policies on the plants that exist (the reduced plant of the composed mode).
 sample the composed model's inverse-dynamics allocation
 (:func:`rbc.control.inverse.sample_allocation`) and each robot's own (the links not
 modelled, :mod:`rbc.control.per_robot`). Reported: the worst closure residual, the largest
-composed slack, the fraction of samples with per-robot ‖z‖∞ > 1e-3.
+composed slack, the fraction of samples with per-robot ‖z‖∞ > 1e-3. The travelling ring
+(:data:`TRAVELLING`): the same at samples of its sideways steps
+(:mod:`rbc.control.steps`, :func:`sampled_steps`: each sample in its phase's mode and
+anchors, the ramps' σ, η = 2e-4).
 
 **Policy runs**: per plant × formation × policy (:data:`rbc.control.policies.POLICIES`) a
 window of the dance — on the reduced plant (dopri5, the record's Coulomb friction in the
@@ -174,6 +177,34 @@ def sampled(case: tuple) -> dict:
         rows.append({"t": float(t), "residual": r.residual, "slack": float(slack),
                      "cone_violation": float(viol), "per_robot_slack": float(zr)})
     return {"formation": name, "rows": rows, "wave_rise": ref.wave_rise,
+            "worst_residual": ref.worst_residual, "limits": sorted(limits)}
+
+
+#: The travelling dances sampled: label → (formation, the pelvis's shift over the stance
+#: sole as a fraction of the sole's lateral offset, :class:`rbc.control.steps.StepSizes`
+#: ``over``). At 1 every robot balances on its own stance sole; at 0.5 its centre of mass
+#: is outside its own sole's cone in single support and the ring holds it up through the
+#: hand links (docs/allocation.md "Dances").
+TRAVELLING = {"travelling_ring": ("ring", 1.0), "travelling_ring_shallow": ("ring", 0.5)}
+
+
+def sampled_steps(case: tuple) -> dict:
+    """``case = (label, formation, over, instants)``: the composed and per-robot
+    allocations at samples of the formation's travelling dance
+    (:data:`rbc.control.steps.TRAVEL_STEPS` sideways steps with the pelvis shift ``over``;
+    :class:`rbc.control.steps.StepAllocation`), in :func:`sampled`'s layout."""
+    from rbc.control.steps import TRAVEL_STEPS, StepAllocation, StepSizes, step_reference
+    from rbc.model.closure import within_limits
+
+    label, name, over, instants = case
+    comp = formation(name)
+    ref = step_reference(comp, stand=MODE, steps=TRAVEL_STEPS, sizes=StepSizes(over=over))
+    alloc = StepAllocation(comp, ref)
+    rows, limits = [], set()
+    for t in instants:
+        rows.append(alloc(float(t)))
+        limits |= set(within_limits(ref.kin, ref(float(t)).q))
+    return {"formation": label, "rows": rows, "wave_rise": None,
             "worst_residual": ref.worst_residual, "limits": sorted(limits)}
 
 
@@ -520,6 +551,10 @@ def run(ctx) -> Outcome:
     instants = QUICK_SAMPLES if quick else tuple(np.arange(0.0, 30.0, SAMPLE_STEP))
     samp = [s for s in ctx.bag(sampled, [(f, instants, calibrate) for f in forms],
                                "sampled allocation") if s is not None]
+    if not quick:
+        samp += [s for s in ctx.bag(sampled_steps, [(k, f, o, instants) for k, (f, o)
+                                                    in TRAVELLING.items()],
+                                    "sampled allocation, sideways steps") if s is not None]
     start, length = WINDOW[quick]
     window = (start, length) if quick else None
     interp = [x for x in ctx.bag(interpolation, [(f, calibrate, window, 1 if quick else 25)
@@ -634,6 +669,10 @@ def run(ctx) -> Outcome:
         key = "no samples"
     if ring is not None:
         key += f"; per-robot ring samples with ‖z‖∞ > 1e-3: {ring * 100:.3g} % (paper < 1 %)"
+    travel = [(k, figures.get(f"{k}.per_robot_fraction")) for k in TRAVELLING]
+    if any(x is not None for _, x in travel):
+        key += "; travelling: " + ", ".join(f"{k} {x * 100:.3g} %" for k, x in travel
+                                            if x is not None) + " (paper 31 %)"
     red = [r for r in runs if r["plant"] == "reduced"]
     plots = [_plot_trajectories(ctx, runs, forms[0]), _plot_rms(ctx, red, forms, policies),
              _plot_slack(ctx, red, samp, policies), _plot_forces(ctx, runs, forms[0])]
@@ -646,8 +685,8 @@ def run(ctx) -> Outcome:
                f"runs each policy {length:g} s of the dance on the plants "
                f"{', '.join(plants)} (friction compensation on the realistic plant). "
                "The humanoids are the synthetic records (make_humanoid.py), "
-               "not the paper's robots. The travelling formations' sideways steps are not "
-               "danced (stationary elements only)."),
+               "not the paper's robots. The travelling ring's sideways steps are sampled "
+               "for the allocation figures only (not run on the plants)."),
         tables=tables, checks=checks, plots=plots,
         data={"sampled": samp, "runs": runs, "interpolation": interp})
 

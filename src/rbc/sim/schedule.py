@@ -385,9 +385,7 @@ class _Inverse:
         self.part = part
         self.n_base = len(model.kinds)
         self.by_name = {s.name: s for s in model.record.supports}
-        dep = set(part.dependent.tolist())
-        self.plan = [(b.chords, b.couplings, np.array([j for j in b.cols if j in dep], int))
-                     for b in self.ik.blocks]
+        self.plan = module_plan(self.ik, part)
         self.joint_targets = resolve_targets(model, model.partitions["default"],
                                              {n: float(x[0]) for n, x in knots.joints.items()}
                                              ) if knots.joints else {}
@@ -438,13 +436,29 @@ class _Inverse:
         q[ik.q_slice(self.root)] = _free_q(base)
         if joints:
             q = set_values(ik, q, joints)
-        for chords, couplings, cols in self.plan:
-            if cols.size:
-                q, ok = newton(ik, q, chords, couplings, cols)
-                if not ok:
-                    raise ScheduleError(f"{self.knots.source}: the targets at t = {t:.3f} s "
-                                        "are out of reach (the legs cannot close on them)")
+        q, ok = close_modules(ik, q, self.plan)
+        if not ok:
+            raise ScheduleError(f"{self.knots.source}: the targets at t = {t:.3f} s "
+                                "are out of reach (the legs cannot close on them)")
         return q
+
+
+def module_plan(model: CompiledModel, part) -> list[tuple[tuple, tuple, np.ndarray]]:
+    """Per module of ``model`` ``(chords, couplings, its dependent v-columns of part)``."""
+    dep = set(np.asarray(part.dependent).tolist())
+    return [(b.chords, b.couplings, np.array([j for j in b.cols if j in dep], dtype=np.int64))
+            for b in model.blocks]
+
+
+def close_modules(model: CompiledModel, q: np.ndarray, plan) -> tuple[np.ndarray, bool]:
+    """Newton on every module's dependent columns of :func:`module_plan` from q (the
+    independent coordinates as given): the closed q and whether every module converged."""
+    ok = True
+    for chords, couplings, cols in plan:
+        if cols.size:
+            q, good = newton(model, q, chords, couplings, cols)
+            ok &= good
+    return q, ok
 
 
 def _blend(a: pin.SE3, b: pin.SE3, s: float) -> pin.SE3:
