@@ -245,8 +245,7 @@ class PinocchioBackend(Backend):
         return out
 
     def measure(self) -> Measurement:
-        kin, pot = self.probe.energy(self.q, self.v)
-        tasks = self.probe.task_positions(self.q)
+        kin, pot, tasks = self.probe.measure(self.q, self.v)
         gaps = self.probe.anchor_gaps(self.pmod.specs)
         ell, P = self._ports()
         rate = P @ self.v

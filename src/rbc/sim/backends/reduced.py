@@ -694,7 +694,7 @@ class ReducedBackend(Backend):
         _, E, rho = self._closed
         v = E @ self.u
         qp, vp = t.q_pin(self.q[: k.nq_tree]), t.v_pin(v[: k.nv_tree])
-        kin, pot = self.probe.energy(qp, vp)
+        kin, pot, tasks = self.probe.measure(qp, vp)
         rho = rho[: 6 * k.n_chords].reshape(-1, 6)
         gaps = np.linalg.norm(rho[:, 3:], axis=1)  # linear part of each chord's residual
         ell, J = port_state(k, self.q)
@@ -704,5 +704,5 @@ class ReducedBackend(Backend):
                                           self.drives.command(self._c), J @ v,
                                           self._delivering)[0]
         return Measurement(ell, J @ v,
-                           self.probe.task_positions(qp), gaps, kin, pot, self.q.copy(), v,
+                           tasks, gaps, kin, pot, self.q.copy(), v,
                            efforts)

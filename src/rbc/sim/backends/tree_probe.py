@@ -8,7 +8,7 @@ import numpy as np
 import pinocchio as pin
 
 from rbc.ir import spatial as sp
-from rbc.model.tree import TreeModel, joint_space_inertia
+from rbc.model.tree import TreeModel
 
 
 class TreeProbe:
@@ -26,12 +26,26 @@ class TreeProbe:
         self.tree = tree
         self.data = tree.model.createData() if data is None else data
         self.tasks = tasks
+        # the bodies alone (the same structure: tree.model's data serves it)
+        self._armature = np.array(tree.model.armature)
+        self._bodies = pin.Model(tree.model)
+        self._bodies.armature = np.zeros(tree.model.nv)
 
-    def energy(self, q: np.ndarray, v: np.ndarray) -> tuple[float, float]:
-        """``(½ vᵀ M v, gravitational potential)`` [J]; M includes the armature."""
-        m, d = self.tree.model, self.data
-        M = joint_space_inertia(m, d, q)
-        return 0.5 * float(v @ M @ v), float(pin.computePotentialEnergy(m, d, q))
+    def measure(self, q: np.ndarray, v: np.ndarray
+                ) -> tuple[float, float, dict[str, np.ndarray]]:
+        """``(½ vᵀ M v [J], gravitational potential [J], {task: (3,) world position [m]})`` at
+        Pinocchio configuration q and speeds v, from one forward-kinematics pass
+        (the bodies' ``computeKineticEnergy`` plus the armature's ½ Σ α v², which Pinocchio
+        4.1 counts for some joint types only); the frame placements are left updated
+        (:meth:`anchor_gaps` reads them)."""
+        m, d = self._bodies, self.data
+        pin.forwardKinematics(m, d, q, v)
+        kinetic = float(pin.computeKineticEnergy(m, d)) + 0.5 * float(self._armature @ (v * v))
+        potential = float(pin.computePotentialEnergy(m, d))
+        pin.updateFramePlacements(m, d)
+        return kinetic, potential, {name: np.array((d.oMf[int(self.tree.body_frame[b])]
+                                                    * T).translation)
+                                    for name, b, T in self.tasks}
 
     def momentum(self, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(p, L)``: linear momentum [N·s] and angular momentum about the centre of mass
@@ -40,17 +54,9 @@ class TreeProbe:
         h = pin.computeCentroidalMomentum(self.tree.model, self.data, q, v)
         return np.array(h.linear), np.array(h.angular)
 
-    def task_positions(self, q: np.ndarray) -> dict[str, np.ndarray]:
-        """{task: (3,) world position [m]} at Pinocchio configuration q."""
-        m, d = self.tree.model, self.data
-        pin.forwardKinematics(m, d, q)
-        pin.updateFramePlacements(m, d)
-        return {name: np.array((d.oMf[int(self.tree.body_frame[b])] * T).translation)
-                for name, b, T in self.tasks}
-
     def anchor_gaps(self, specs) -> np.ndarray:
         """World distances [m] between the anchors of each constraint spec (after
-        :meth:`task_positions` or any forward kinematics at the current q)."""
+        :meth:`measure` or any forward kinematics at the current q)."""
         d = self.data
         return np.array([np.linalg.norm((d.oMi[s.joint1] * s.placement1).translation
                                         - (d.oMi[s.joint2] * s.placement2).translation)
