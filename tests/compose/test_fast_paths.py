@@ -86,6 +86,24 @@ def test_member_sums_equal_the_per_body_einsum(moving):
     assert _rel(T.C, C) <= SAME and _rel(T.g, g) <= SAME
 
 
+def test_rate_product_equals_the_masked_formula(moving):
+    """Ċ(v) Z from each chord's path columns only equals the masked product over all
+    columns, ``P₁ (J̇ ∘ (mask_tb − mask_cb)) Z`` (the same non-zero terms: SAME)."""
+    from rbc.compose.lift import rate_product
+
+    mm, data, q, u = moving
+    L = composer_lift(mm.structure, mm.dm, data, q)
+    v, _ = L.curvature(u)
+    Z = L.E @ np.random.default_rng(2).standard_normal((u.size, 4))
+    got = rate_product(mm.dm, data, L.geometry, v, Z)
+    aug, pd = mm.dm.augmented, data.augmented_data  # J̇ at (q, v): rate_product's pass
+    n = len(aug.tree_frame)
+    diff = np.asarray(pd.dJ) * (aug.mask_tb - aug.mask_cb)
+    want = (L.geometry.left @ (diff @ Z[aug.v_perm])).reshape(6 * n, -1)
+    assert _rel(got[: 6 * n], want) <= SAME
+    assert not np.any(got[6 * n:])
+
+
 def test_body_transforms_equal_pinocchio(moving):
     """The batched body transforms equal Pinocchio's ``toDualActionMatrix`` and
     ``inverse().toActionMatrix()`` of ``oMi[joint] · placement`` body by body (the same

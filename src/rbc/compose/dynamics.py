@@ -299,8 +299,8 @@ def _body_transforms(mm: MemberModel, pd) -> tuple[np.ndarray, np.ndarray]:
     after a kinematics pass: ``Xf = [[R, 0], [p̂R, R]]`` (``T.toDualActionMatrix()``),
     ``Xm = [[Rᵀ, −Rᵀp̂], [0, Rᵀ]]`` (``T.inverse().toActionMatrix()``), batched."""
     oM = pd.oMi
-    Rj = np.array([oM[int(j)].rotation for j in mm.joint]).reshape(-1, 3, 3)
-    pj = np.array([oM[int(j)].translation for j in mm.joint]).reshape(-1, 3)
+    H = np.array([oM[j].homogeneous for j in range(len(oM))])[mm.joint]  # (n_b, 4, 4)
+    Rj, pj = H[:, :3, :3], H[:, :3, 3]
     RP, pP = _placements(mm)
     R = Rj @ RP
     p = np.einsum("bij,bj->bi", Rj, pP) + pj

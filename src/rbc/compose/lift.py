@@ -35,6 +35,7 @@ differences of C along closed motions (tests/compose/test_lift.py).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -155,11 +156,31 @@ def rate_product(dm: DynamicsModel, data: DynamicsData, geo: AugmentedGeometry, 
     n = len(aug.tree_frame)
     out = np.zeros((geo.rho.size, Z.shape[1]))
     if n:
-        Zp = Z[aug.v_perm]
-        dJ = pd.dJ
-        diff = dJ * (aug.mask_tb - aug.mask_cb)  # (n, 6, nv_pin): J̇_t − J̇_c
-        out[: 6 * n] = (geo.left @ (diff @ Zp)).reshape(6 * n, -1)
+        # J̇_t − J̇_c = J̇ ∘ (mask_tb − mask_cb): only each chord's path columns (the masks'
+        # non-zeros, gathered once per model) enter the product
+        idx, sign = _path_columns(aug)
+        Zp = np.asarray(Z, dtype=float)[aug.v_perm]
+        diff = np.asarray(pd.dJ)[:, idx].transpose(1, 0, 2) * sign[:, None, :]  # (n, 6, w)
+        out[: 6 * n] = (geo.left @ (diff @ Zp[idx])).reshape(6 * n, -1)
     return out
+
+
+def _path_columns(aug) -> tuple[np.ndarray, np.ndarray]:
+    """``(idx, sign)`` (n_chords, w): per chord the Pinocchio v-columns where
+    ``mask_tb − mask_cb`` is non-zero and its value there (±1; padded with column 0 and
+    sign 0 to the longest path's w), cached per augmented tree."""
+    hit = _PATH_COLUMNS.get(aug)
+    if hit is None:
+        D = (aug.mask_tb - aug.mask_cb)[:, 0, :]
+        w = max(int(np.count_nonzero(D, axis=1).max(initial=0)), 1)
+        idx = np.argsort(D == 0.0, axis=1, kind="stable")[:, :w]
+        sign = np.take_along_axis(D, idx, axis=1)
+        idx = np.where(sign != 0.0, idx, 0)
+        hit = _PATH_COLUMNS[aug] = (idx, sign)
+    return hit
+
+
+_PATH_COLUMNS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def composer_lift(structure: ComposerStructure, dm: DynamicsModel, data: DynamicsData,
