@@ -62,6 +62,7 @@ from rbc.kernels.layout import (
     I_E_PARENT,
     I_E_QO,
     I_E_SIGN,
+    I_E_SKIP,
     I_E_VO,
     I_SIZES,
     I_TREE,
@@ -102,7 +103,8 @@ def poses(I, IO, F, FO, q, Tw, Jw, G):
         q: (nq,) configuration.
         Tw: (12 (n_bodies + 1),) out: ``T_w_x`` (last: the world).
         Jw: (12 n_edges,) out: ``T_w_Jc = T_w_c B`` of every edge with coordinates.
-        G: (6 nv,) out: the world column ``g`` of every velocity coordinate.
+        G: (6 nv,) out: the world column ``g`` of every velocity coordinate (Jw and G are
+            not written for a point chord's cut joint, ``e_skip``: nothing reads them).
     """
     sizes = iseg(I, IO, I_SIZES)
     nb, ne = sizes[S_NB], sizes[S_NE]
@@ -122,9 +124,10 @@ def poses(I, IO, F, FO, q, Tw, Jw, G):
             compose_inv(Tw, TR * child[k], X, 0, Tw, TR * parent[k])
     oB, oJ = FO[F_E_B], FO[F_E_JOINT]
     S = np.empty(36)
+    skip = iseg(I, IO, I_E_SKIP)
     for k in range(ne):
         n = e_nv[k]
-        if n == 0:
+        if n == 0 or skip[k]:
             continue
         compose(Tw, TR * child[k], F, oB + TR * k, Jw, TR * k)
         jk.subspace(codes[k], q, e_qo[k], F, oJ + jk.JP * k, S)
@@ -210,6 +213,17 @@ def closure(I, IO, F, FO, q, Tw, G, rho, Cc, P, Fch):
         base = 6 * col_ptr[i]
         for m in range(base, base + 6 * n):
             Cc[m] = 0.0
+        if point[i]:  # P = [[Rᵀ, 0], [−p̂_c, 1]]: 15 products per column instead of 36
+            for t in range(t_ptr[i], t_ptr[i + 1]):
+                gv, loc, sg = 6 * t_v[t], t_loc[t], t_sg[t]
+                w0, w1, w2 = G[gv], G[gv + 1], G[gv + 2]
+                for r in range(3):
+                    Cc[base + r * n + loc] += sg * (P[i, r, 0] * w0 + P[i, r, 1] * w1
+                                                    + P[i, r, 2] * w2)
+                    Cc[base + (3 + r) * n + loc] += sg * (
+                        G[gv + 3 + r] + P[i, 3 + r, 0] * w0 + P[i, 3 + r, 1] * w1
+                        + P[i, 3 + r, 2] * w2)
+            continue
         for t in range(t_ptr[i], t_ptr[i + 1]):
             gv, loc, sg = 6 * t_v[t], t_loc[t], t_sg[t]
             for r in range(6):

@@ -14,7 +14,8 @@ world = vertex ``n_bodies``):
   n_u, rank (the size of the kernels' ``R_p``: the partition's rank less 3 per point chord),
   n_modules, n_springs, n_kept, n_nodes, recursion;
 * edges: joint code (:data:`CODES`), q/v offsets, nv, record parent/child vertex, tree
-  sign (+1 / −1, 0 for chords), attachment frames A, B (transform records of
+  sign (+1 / −1, 0 for chords), whether its world columns go unread (a point chord's cut
+  joint), attachment frames A, B (transform records of
   :data:`rbc.kernels.se3.TR` floats: R row-major, p), the joint's parameter record
   (:data:`rbc.kernels.joints.JP` floats: axis, second axis (universal), pitch [m/rad]
   (helical), alignment R0 (planar));
@@ -68,7 +69,7 @@ CODES = {"fixed": 0, "revolute": 1, "prismatic": 2, "helical": 3, "universal": 4
 #: Integer segments, in order.
 INT_SEGMENTS = (
     "sizes",
-    "e_code", "e_qo", "e_vo", "e_nv", "e_parent", "e_child", "e_sign",
+    "e_code", "e_qo", "e_vo", "e_nv", "e_parent", "e_child", "e_sign", "e_skip",
     "tree", "tree_up",
     "ch_edge", "ch_col_ptr", "ch_cols", "ch_term_ptr", "ch_term_v", "ch_term_local",
     "ch_term_sign", "ch_path_ptr", "ch_path_edge", "ch_point",
@@ -91,7 +92,8 @@ FLOAT_SEGMENTS = (
 )
 
 # Segment indices as module constants (numba freezes globals at compile time).
-(I_SIZES, I_E_CODE, I_E_QO, I_E_VO, I_E_NV, I_E_PARENT, I_E_CHILD, I_E_SIGN, I_TREE,
+(I_SIZES, I_E_CODE, I_E_QO, I_E_VO, I_E_NV, I_E_PARENT, I_E_CHILD, I_E_SIGN, I_E_SKIP,
+ I_TREE,
  I_TREE_UP, I_CH_EDGE, I_CH_COL_PTR, I_CH_COLS, I_CH_TERM_PTR, I_CH_TERM_V, I_CH_TERM_LOCAL,
  I_CH_TERM_SIGN, I_CH_PATH_PTR, I_CH_PATH_EDGE, I_CH_POINT, I_CP_PTR, I_CP_V, I_CP_Q, I_IND, I_DEP,
  I_V_INDPOS, I_V_DEPPOS, I_MOD_PTR, I_MOD_ROWS, I_MOD_DEP, I_MOD_LU_PTR, I_MOD_P_PTR,
@@ -488,6 +490,7 @@ def layout(kin: CompiledModel, part: Partition, tree: TreeModel,
     s["ch_term_sign"] = term_sign
     s["ch_path_ptr"], s["ch_path_edge"] = path_ptr, path_edge
     s["ch_point"] = [int(i in pts) for i in range(kin.n_chords)]
+    s["e_skip"] = np.isin(np.arange(E), [kin.chord_edges[i] for i in pts]).astype(np.int64)
 
     # couplings
     cp_ptr, cp_v, cp_q, cp_coef = [0], [], [], []
