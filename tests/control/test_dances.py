@@ -191,13 +191,13 @@ def test_travelling_ring_steps(formations_dir):
     modes) at an instant of every phase of the first step and at the end of the last:
     closed (≤ 1e-10), inside the joint limits, the composed allocation reaching the
     reference (η = 2e-4, the ramps' σ) and the per-robot allocation evaluated."""
-    from rbc.control.steps import TRAVEL_STEPS, StepAllocation, step_reference
+    from rbc.control.steps import TRAVEL_STEPS, StepAllocation, StepTiming, step_reference
     from tests.compose.conftest import _composed
 
     comp = _composed(str(formations_dir), "ring")[1]
     ref = step_reference(comp, steps=TRAVEL_STEPS)
     alloc = StepAllocation(comp, ref)
-    for t in (0.8, 1.45, 2.0, 2.5, 3.6, 5.2, 6.4, TRAVEL_STEPS * 7.2):
+    for t in (0.8, 1.45, 2.0, 2.5, 3.6, 5.2, 6.4, TRAVEL_STEPS * StepTiming().step):
         row = alloc(t)
         assert row["residual"] <= 1e-10 and not within_limits(ref.kin, ref(t).q)
         assert row["slack"] <= SLACK_LIMIT and row["cone_violation"] <= 1e-9
