@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rbc.compose.dynamics import MemberModel
 from rbc.control.allocation import AllocationWeights
@@ -90,6 +92,35 @@ def test_formation_motion_is_sideways():
     with pytest.raises(ValueError, match="not sideways"):
         formation_motion(np.array([[0, 0.45, 0.9], [0, -0.45, 0.9]]),
                          np.array([[0, 1.0, 0], [1.0, 0, 0]]), 0.03)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(3, 8), st.floats(0.5, 3.0), st.floats(-2.0, 2.0), st.floats(-2.0, 2.0),
+       st.floats(0.0, 2 * np.pi), st.floats(-0.05, 0.05).filter(lambda d: abs(d) > 1e-3),
+       st.booleans())
+def test_formation_motion_property(K, R, cx, cy, phase, dist, line):
+    """Any ring facing its centre turns about that centre by dist / R, every robot moving
+    the same chord sideways (towards robot 1's left for dist > 0); any line translates
+    along itself by |dist|."""
+    if line:
+        th = phase
+        d = np.array([np.cos(th), np.sin(th), 0.0])
+        c = np.array([cx, cy, 0.9]) + np.outer(np.arange(K) * 0.9, d)
+        lat = np.tile(d, (K, 1))
+        M = formation_motion(c, lat, dist)
+        assert np.allclose(M.rotation, np.eye(3), atol=1e-12)
+        assert np.allclose(M.translation, dist * d, atol=1e-12)
+        return
+    th = phase + 2 * np.pi * np.arange(K) / K
+    c = np.column_stack([cx + R * np.cos(th), cy + R * np.sin(th), np.full(K, 0.9)])
+    lat = np.column_stack([np.sin(th), -np.cos(th), np.zeros(K)])
+    M = formation_motion(c, lat, dist)
+    chord = 2 * R * np.sin(abs(dist) / (2 * R))
+    assert np.allclose(M.act(np.array([cx, cy, 0.0])), [cx, cy, 0.0], atol=1e-9)  # the axis
+    for k in range(K):
+        dp = M.act(c[k]) - c[k]
+        assert np.linalg.norm(dp) == pytest.approx(chord, rel=1e-9)
+        assert np.sign(dp @ lat[k]) == np.sign(dist)
 
 
 def test_plan_phases_and_ramps(pair, pair_steps, stepping):
@@ -196,3 +227,18 @@ def test_step_allocation_with_the_ramps(pair_steps, stepping):
     assert all(fz <= cap * (1 + 1e-9) + 1e-9 for _, cap, fz in normals)
     assert normals[-2][2] == pytest.approx(normals[-2][1], rel=1e-6)
     assert abs(normals[-1][2]) <= 1e-9
+
+
+def test_repro_samples_the_steps(pair_steps, monkeypatch):
+    """``rbc.repro.dances.sampled_steps`` (the travelling ring's figures) on the pair: its
+    rows in the sampled-allocation layout, the swing samples in their modes."""
+    from rbc.repro import dances
+
+    monkeypatch.setattr(dances, "formation", lambda name: pair_steps)
+    out = dances.sampled_steps(("travelling_pair", "pair", 1.0, (0.8, 2.0, 5.2)))
+    assert out["formation"] == "travelling_pair" and out["limits"] == []
+    assert [r["mode"] for r in out["rows"]] == ["stand", "swing_l", "swing_r"]
+    for r in out["rows"]:
+        assert r["slack"] <= SLACK_LIMIT and r["per_robot_slack"] <= 1e-3
+        assert r["residual"] <= RESIDUAL_LIMIT
+    assert out["worst_residual"] <= RESIDUAL_LIMIT

@@ -466,6 +466,11 @@ class StepReference:
 
         self._plan = module_plan(kin, self.part)
 
+    def breakpoints(self) -> tuple[float, ...]:
+        """The plan's breakpoints (:meth:`StepPlan.breakpoints`): knots for an
+        interpolated copy (:func:`rbc.control.knots.knot_times`)."""
+        return self.plan.breakpoints()
+
     def model_at(self, t: float):
         """The stand mode's model with every sole's anchor where the sole is at t."""
         A = list(self.kin.A)
