@@ -335,11 +335,16 @@ def _down_the_tree(model: pin.Model, cols: np.ndarray) -> np.ndarray:
     """(n_joints, 6, k): for every joint of the Pinocchio tree the sum of ``cols[:, c, :]``
     (cols (6, nv, k)) over the v-columns c of the joint and of its supporting joints."""
     out = np.zeros((model.njoints, cols.shape[0], cols.shape[2]))
-    parents = model.parents
-    for j in range(1, model.njoints):  # Pinocchio orders parents before children
-        jm = model.joints[j]
-        out[j] = out[parents[j]] + cols[:, jm.idx_v: jm.idx_v + jm.nv].sum(axis=1)
+    for j, p, i, n in _tree_order(model):  # Pinocchio orders parents before children
+        out[j] = out[p] + (cols[:, i] if n == 1 else cols[:, i: i + n].sum(axis=1))
     return out
+
+
+@functools.lru_cache(maxsize=16)
+def _tree_order(model: pin.Model) -> tuple[tuple[int, int, int, int], ...]:
+    """``(joint, parent, idx_v, nv)`` of every joint of a Pinocchio model but the universe."""
+    return tuple((j, int(model.parents[j]), int(model.joints[j].idx_v), int(model.joints[j].nv))
+                 for j in range(1, model.njoints))
 
 
 def _cross_force(V: np.ndarray) -> np.ndarray:

@@ -39,6 +39,7 @@ otherwise) :class:`AllocationError` is raised, naming DAQP's exit flag.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -311,6 +312,29 @@ def allocation_problem(mm, data, terms, Q: np.ndarray, *,
     from rbc.compose.wrenches import support_wrench_map
 
     kin = mm.kin
+    lim, names, by_name, weight = _record_constants(kin)
+    smap = support_wrench_map(mm, data, terms, coulomb=coulomb)
+    cones = []
+    for name, R in zip(smap.supports, smap.rotation, strict=True):
+        sigma = 1.0 if loads is None else float(loads.get(name, 1.0))
+        cap = max_normal if max_normal is not None else (np.inf if sigma == 1.0 else weight)
+        cones.append(wrench_cone(by_name[name], R, limits, sigma, cap))
+    rhs = np.asarray(Q, dtype=float) - terms.tau - (terms.tau_coulomb if coulomb else 0.0)
+    return AllocationProblem(terms.L, rhs, lim[:, 0].copy(), lim[:, 1].copy(), smap.lam0, smap.Lam,
+                             tuple(cones), weights, names, smap.links,
+                             smap.link_lam0, smap.link_Lam)
+
+
+def _record_constants(kin) -> tuple[np.ndarray, tuple[str, ...], dict, float]:
+    """``(effort limits (n_act, 2), port names, supports by name, weight m·|g| [N])`` of a
+    mode model's record, once per model (a record is immutable).
+
+    Raises:
+        AllocationError: a port without finite effort limits (W needs them).
+    """
+    hit = _CONSTANTS.get(kin)
+    if hit is not None:
+        return hit
     acts = kin.record.actuators
     missing = [a.name for a in acts if not a.effort_limits
                or not np.all(np.isfinite(a.effort_limits))]
@@ -319,24 +343,14 @@ def allocation_problem(mm, data, terms, Q: np.ndarray, *,
                               "actuator (W_jj = 1/max(|f_min|, |f_max|)²); missing on: "
                               + ", ".join(missing), 0)
     lim = np.array([a.effort_limits for a in acts], dtype=float).reshape(-1, 2)
-    smap = support_wrench_map(mm, data, terms, coulomb=coulomb)
-    by_name = {s.name: s for s in kin.record.supports}
-    weight = _weight(kin)
-    cones = []
-    for name, R in zip(smap.supports, smap.rotation, strict=True):
-        sigma = 1.0 if loads is None else float(loads.get(name, 1.0))
-        cap = max_normal if max_normal is not None else (np.inf if sigma == 1.0 else weight)
-        cones.append(wrench_cone(by_name[name], R, limits, sigma, cap))
-    rhs = np.asarray(Q, dtype=float) - terms.tau - (terms.tau_coulomb if coulomb else 0.0)
-    return AllocationProblem(terms.L, rhs, lim[:, 0], lim[:, 1], smap.lam0, smap.Lam,
-                             tuple(cones), weights, tuple(a.name for a in acts), smap.links,
-                             smap.link_lam0, smap.link_Lam)
-
-
-def _weight(kin) -> float:
-    """The whole system's weight m·|g| [N]."""
     m = sum(b.mass for b in kin.record.bodies if b.kind != "fixed")
-    return float(m * np.linalg.norm(kin.record.gravity))
+    hit = _CONSTANTS[kin] = (lim, tuple(a.name for a in acts),
+                             {s.name: s for s in kin.record.supports},
+                             float(m * np.linalg.norm(kin.record.gravity)))
+    return hit
+
+
+_CONSTANTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 __all__: Sequence[str] = ("Allocation", "AllocationError", "AllocationProblem",
