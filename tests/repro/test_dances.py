@@ -140,3 +140,17 @@ def test_force_prediction_on_the_rigid_plant(monkeypatch):
     # and a hundred times the nominal error
     even = 2.0 * 9.81 / (2.0 * np.sqrt(2.0))
     assert bad["sole_rms"] >= 0.5 * even and bad["sole_rms"] >= 100 * fp["sole_rms"]
+
+
+def test_force_samples_leave_the_run_unchanged(monkeypatch):
+    """Reading the plant's wrenches at the 100 Hz samples (MuJoCo: ``mj_forward`` with the
+    efforts about to be applied) does not change the trajectory: the same RMS to the bit
+    without the sampling."""
+    case = (dances.QUICK_FORMATION, "proposed", *dances.WINDOW[True], False, "mujoco-ideal")
+    with_samples = dances.run_policy(case)
+    assert with_samples["force_prediction"]["samples"] == 1
+    monkeypatch.setattr(dances.ForceSamples, "sample", lambda self, t, step, m, f: None)
+    without = dances.run_policy(case)
+    assert without["force_prediction"]["samples"] == 0
+    assert (with_samples["pelvis_rms"], with_samples["palm_rms"]) == (
+        without["pelvis_rms"], without["palm_rms"])
