@@ -26,11 +26,13 @@ After a step the formation's configuration is its start configuration moved rigi
 (closed, every relative coordinate unchanged); the next step starts from there.
 
 **Trajectories** (C² everywhere, at rest at every phase boundary). In a phase a frame
-moves from pose ``A`` to pose ``B`` as ``T(x) = Tz(h b(x)) · A exp(ξ S(x))``,
+moves from pose ``A`` to pose ``B`` as ``T(x) = Tz(h b(x)) · A exp(ξ S(x)) · exp(β b(x))``,
 ``ξ = log(A⁻¹ B)``, x the phase's normalised time, S the quintic smoothstep
-(:func:`rbc.control.dances.smoothstep`) and ``b(x) = 64 x³ (1 − x)³`` the swing's lift bump
+(:func:`rbc.control.dances.smoothstep`), ``b(x) = 64 x³ (1 − x)³`` the swing's lift bump
 (0 with both derivatives at the ends, 1 at mid-swing; the bump of docs/supports.md "Mode
-schedules"): a pelvis (h = 0) has the body twist exactly ``ξ Ṡ`` and its rate ``ξ S̈``.
+schedules"), h the lift and β the swing sole's tilt (toe up: it keeps the ankle screws
+inside their limits): a pelvis (h = 0, β = 0) has the body twist exactly ``ξ Ṡ`` and its
+rate ``ξ S̈``.
 
 **Load factors** (:class:`rbc.control.cones.UnloadingRamp`): every sole's σ(t) from its
 lift-off and landing times — falling 1 → 0 over the 0.35 s before lift-off, 0 for 0.04 s
@@ -65,8 +67,8 @@ from rbc.ir import spatial as sp
 #: Steps of the travelling dance: 4 × 7.2 s (:class:`StepTiming`) = 28.8 s of the 30 s.
 TRAVEL_STEPS = 4
 #: Longest interval [s] between two inverse-kinematics solves of :class:`StepReference`:
-#: a later sample is reached through intermediate solves at most this far apart (the
-#: soles move ≤ 2 cm and the pelvis ≤ 1.5 cm in 50 ms at the default sizes, well inside
+#: a later sample is reached through intermediate solves at most this far apart (at the
+#: default sizes a swing sole moves ≤ 5 mm and a pelvis ≤ 1 cm in 50 ms, well inside
 #: Newton's basin).
 MAX_STEP = 0.05
 
@@ -122,8 +124,9 @@ class Phase:
 
 @dataclass(frozen=True, eq=False)
 class Segment:
-    """A frame's motion over ``[start, stop]`` from pose a to pose b with lift bump h [m]
-    (module docstring)."""
+    """A frame's motion over ``[start, stop]`` [s] from pose a to pose b with the lift
+    bump's height ``lift`` [m] and the tilt ``tilt`` (3,) [rad] (a rotation vector in the
+    moving frame, times the bump) at mid-way (module docstring)."""
 
     start: float
     stop: float
@@ -138,6 +141,7 @@ class Segment:
         return sp.from_pinocchio_motion(np.asarray(pin.log6(self.a.inverse() * self.b).vector))
 
     def pose(self, t: float) -> pin.SE3:
+        """``T_world_frame`` at t [s] (a before the segment, b after it)."""
         x = (t - self.start) / (self.stop - self.start)
         s = smoothstep(x)[0]
         T = self.a * pin.exp6(pin.Motion(sp.to_pinocchio_motion(self.xi * s)))
@@ -148,7 +152,15 @@ class Segment:
         return T
 
     def body_rates(self, t: float) -> tuple[np.ndarray, np.ndarray]:
-        """(6,) body twist ``[ω; v]`` and its rate at t of a segment without lift."""
+        """(6,) body twist ``[ω; v]`` [rad/s, m/s] and its rate at t of a segment without
+        lift or tilt (a pelvis's).
+
+        Raises:
+            ValueError: the segment has a lift or a tilt (its twist is not ``ξ Ṡ``).
+        """
+        if self.lift or any(self.tilt):
+            raise ValueError("body_rates of a segment with a lift or tilt (use finite "
+                             "differences of its pose: rbc.sim.schedule.chart_rates)")
         T = self.stop - self.start
         _, sd, sdd = smoothstep((t - self.start) / T)
         return self.xi * (sd / T), self.xi * (sdd / T ** 2)
