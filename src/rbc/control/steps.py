@@ -84,6 +84,12 @@ class StepSizes:
         over: the pelvis's sideways shift over the stance sole, as a fraction of that
             sole's lateral offset in the pelvis frame at the stance (1: straight above
             the sole's origin).
+        rise: [m] how far the pelvis rises while over a stance sole (straighter knees
+            leave the ankle screws more stroke, but the sideways lean already takes ~6 mm
+            of the legs' ~12 mm of extension at the stance: 8 mm does not close).
+        tilt: (3,) [rad] the swing sole's rotation vector at mid-swing in its own frame,
+            times the lift bump (flat at lift-off and landing; toe-up 0.15 rad keeps the
+            swing leg's ankle screws inside their limits).
     """
 
     distance: float = 0.03
