@@ -799,12 +799,17 @@ def _plot_forces(ctx, runs, form: str) -> str:
             ax.semilogy(fe["t"], np.maximum(fe[key], 1e-12), ".-", ms=3, label=label)
     axes[0].set_title(f"{form}: sole normal force, largest |predicted − produced|")
     axes[1].set_title(f"{form}: hand-link force, largest ‖predicted − produced‖")
+    _label(axes, "time [s]", "prediction error (1e-12 shown for 0) [N]")
+    return save(fig, ctx.file("forces.png"))
+
+
+def _label(axes, xlabel: str, ylabel: str) -> None:
+    """Both axes' labels, and a legend on each that has labelled lines."""
     for ax in axes:
-        ax.set_xlabel("time [s]")
-        ax.set_ylabel("prediction error (1e-12 shown for 0) [N]")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
-    return save(fig, ctx.file("forces.png"))
 
 
 def _plot_slack(ctx, runs, samp, policies) -> str:
@@ -825,9 +830,5 @@ def _plot_slack(ctx, runs, samp, policies) -> str:
                      histtype="stepfilled", alpha=0.3, label=f"{s['formation']} composed")
     axes[0].set_title("policy runs: slack per control step")
     axes[1].set_title("sampled reference states")
-    for ax in axes:
-        ax.set_xlabel("log10 ‖z‖∞ (0 shown at -16) [log10 N]")
-        ax.set_ylabel("count [1]")
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
+    _label(axes, "log10 ‖z‖∞ (0 shown at -16) [log10 N]", "count [1]")
     return save(fig, ctx.file("slack.png"))
