@@ -37,10 +37,6 @@ from rbc.kernels.access import fseg, iseg
 from rbc.kernels.dynamics import cholesky, cholesky_apply
 from rbc.kernels.layout import (
     F_ARMATURE,
-    I_CH_COL_PTR,
-    I_CH_COLS,
-    I_CH_EDGE,
-    I_CH_POINT,
     I_E_NV,
     I_E_SIGN,
     I_E_VO,
@@ -66,13 +62,12 @@ from rbc.kernels.layout import (
     I_V_NDROW,
     I_V_NODE,
     S_NB,
-    S_NCH,
     S_NMOD,
     S_NNODE,
     S_NU,
     S_NV_TREE,
 )
-from rbc.kernels.lift import module_solve
+from rbc.kernels.lift import cut_rows, has_point_chords, module_solve
 
 
 @njit(cache=True)
@@ -100,22 +95,15 @@ def node_lift(I, IO, F, FO, Cc, lu, piv, En):
             for t in range(B.shape[1]):
                 En[row + u_pos[mus[mu_ptr[m] + t]]] = -B[a, t]
     # a point chord's cut coordinates (in its path's node) from its rows 0–2: E_e = C_e E_path
-    point, ch_edge, e_vo = iseg(I, IO, I_CH_POINT), iseg(I, IO, I_CH_EDGE), iseg(I, IO, I_E_VO)
-    col_ptr, cols = iseg(I, IO, I_CH_COL_PTR), iseg(I, IO, I_CH_COLS)
-    for i in range(sizes[S_NCH]):
-        if not point[i]:
-            continue
-        n, base = col_ptr[i + 1] - col_ptr[i], 6 * col_ptr[i]
-        for d in range(3):
-            je = e_vo[ch_edge[i]] + d
-            nd = v_node[je]
-            nn = u_ptr[nd + 1] - u_ptr[nd]
-            row = e_ptr[nd] + v_row[je] * nn
-            for loc in range(n):
-                a = Cc[base + d * n + loc]
-                rj = e_ptr[nd] + v_row[cols[col_ptr[i] + loc]] * nn
-                for t in range(nn):
-                    En[row + t] += a * En[rj + t]
+    if not has_point_chords(I, IO):
+        return
+    nv = v_node.size
+    roff, rlen = np.empty(nv, dtype=np.int64), np.empty(nv, dtype=np.int64)
+    for j in range(nv):
+        d = v_node[j]
+        rlen[j] = u_ptr[d + 1] - u_ptr[d]
+        roff[j] = e_ptr[d] + v_row[j] * rlen[j]
+    cut_rows(I, IO, Cc, En, roff, rlen)
 
 
 @njit(cache=True)

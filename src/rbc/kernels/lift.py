@@ -221,31 +221,42 @@ def lift_matrix(I, IO, F, FO, Cc, lu, piv, E):
             j = us[u_ptr[m] + t]
             for a in range(B.shape[0]):
                 E[dep[ptr[m] + a], j] = -B[a, t]
-    cut_rows(I, IO, Cc, E)
+    if has_point_chords(I, IO):
+        nv, nu = E.shape
+        cut_rows(I, IO, Cc, E.reshape(E.size), np.arange(nv) * nu, np.full(nv, nu))
+
+
+@njit(cache=True, inline="always")
+def has_point_chords(I, IO):
+    """Whether the layout has a point chord (:mod:`rbc.kernels.layout`)."""
+    point = iseg(I, IO, I_CH_POINT)
+    return point.size > 0 and point.max() > 0
 
 
 @njit(cache=True)
-def cut_rows(I, IO, Cc, E):
-    """A point chord's cut coordinates' rows of E (nv, n_u) from its path's, in place:
+def cut_rows(I, IO, Cc, X, roff, rlen):
+    """A point chord's cut coordinates' rows of E from its path's, in place:
     ``E_e = C_e[0:3] E_path`` — the chord's rows 0–2 (:mod:`rbc.kernels.layout`) give the
-    cut joint's speeds from the path's."""
+    cut joint's speeds from the path's. E is flat, X: coordinate j's row at
+    ``X[roff[j]: roff[j] + rlen[j]]`` (the dense E, or the blocks by node of
+    :func:`rbc.kernels.articulated.node_lift`: a chord's coordinates share a node)."""
     sizes = iseg(I, IO, I_SIZES)
     point, ch_edge, e_vo = iseg(I, IO, I_CH_POINT), iseg(I, IO, I_CH_EDGE), iseg(I, IO, I_E_VO)
     col_ptr, cols = iseg(I, IO, I_CH_COL_PTR), iseg(I, IO, I_CH_COLS)
-    nu = E.shape[1]
     for i in range(sizes[S_NCH]):
         if not point[i]:
             continue
         n, base = col_ptr[i + 1] - col_ptr[i], 6 * col_ptr[i]
         for d in range(3):
-            row = e_vo[ch_edge[i]] + d
-            for t in range(nu):
-                E[row, t] = 0.0
+            je = e_vo[ch_edge[i]] + d
+            row, L = roff[je], rlen[je]
+            for t in range(L):
+                X[row + t] = 0.0
             for loc in range(n):
                 a = Cc[base + d * n + loc]
-                j = cols[col_ptr[i] + loc]
-                for t in range(nu):
-                    E[row, t] += a * E[j, t]
+                rj = roff[cols[col_ptr[i] + loc]]
+                for t in range(L):
+                    X[row + t] += a * X[rj + t]
 
 
 @njit(cache=True)
