@@ -65,3 +65,18 @@ def test_table_commands_are_the_controllers():
     got = ctrl.tabulate(t).ff
     for c in range(3):
         assert np.abs(got[:, c] - np.interp(t, ref.time, ff[:, c])).max() <= 1e-15
+
+
+def test_clip_is_numpys():
+    """``clip_efforts`` (the loop's clip, without ``np.clip``'s overhead) gives np.clip's
+    values bit for bit — infinite limits, efforts at the limits, NaN — and flags a clip."""
+    from rbc.sim.controllers import clip_efforts
+
+    rng = np.random.default_rng(6)
+    lower, upper = np.array([-1.0, -np.inf, -2.0, 0.0]), np.array([1.0, np.inf, 2.0, 0.0])
+    for f in (*rng.normal(scale=3, size=(20, 4)), np.array([1.0, 5.0, -2.0, 0.0]),
+              np.array([np.nan, 0.0, 0.0, 0.0])):
+        g, clipped = clip_efforts(f, lower, upper)
+        want = np.clip(f, lower, upper)
+        assert np.array_equal(g, want, equal_nan=True)
+        assert clipped == bool(np.any(want != f))

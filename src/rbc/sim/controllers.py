@@ -172,8 +172,8 @@ class CommandTable:
 def clip_efforts(f: np.ndarray, lower: np.ndarray, upper: np.ndarray
                  ) -> tuple[np.ndarray, bool]:
     """``(applied, clipped)``: f (n_act,) clipped to [lower, upper], and whether any was."""
-    g = np.clip(f, lower, upper)
-    return g, bool(np.any(g != f))
+    g = np.minimum(np.maximum(f, lower), upper)  # np.clip's values, without its overhead
+    return g, bool((g != f).any())
 
 
 def _linear(tg: np.ndarray, y: np.ndarray, t: np.ndarray) -> np.ndarray:
