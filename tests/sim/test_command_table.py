@@ -33,6 +33,11 @@ def test_batched_hermite_is_scipys_and_the_scalar_one():
     # a few roundings of O(1) values and of rates ~ values / 5 ms
     assert np.abs(val[inside, :2] - spline(times[inside])).max() <= 1e-13
     assert np.abs(rate[inside, :2] - spline(times[inside], 1)).max() <= 1e-10
+    # the velocity port: its rate the linear interpolation of its rate samples (numpy.interp;
+    # the same two-term sum up to a rounding), finite, and no value
+    assert np.abs(rate[inside, 2] - np.interp(times[inside], ref.time,
+                                              ref.port_rates[:, 2])).max() <= 1e-14
+    assert np.isfinite(rate[:, 2]).all() and np.isnan(val[:, 2]).all()
     after = ~inside  # held at the last sample
     assert np.array_equal(val[after], np.repeat(ref.ports[-1:], after.sum(), axis=0),
                           equal_nan=True)

@@ -252,7 +252,9 @@ class LiftedReference:
 def _hermite(tg: np.ndarray, y: np.ndarray, yd: np.ndarray, t: np.ndarray
              ) -> tuple[np.ndarray, np.ndarray]:
     """Cubic Hermite values and rates (T, n) at the times t (T,) through samples
-    ``(tg, y, ẏ)`` (K,), (K, n), (K, n), clamped to the grid (held after its end)."""
+    ``(tg, y, ẏ)`` (K,), (K, n), (K, n), clamped to the grid (held after its end). A column
+    of y that is not finite (a velocity port) keeps NaN values and gets its rates by linear
+    interpolation of ẏ."""
     if tg.size == 1:
         return (np.repeat(y[-1:], t.size, axis=0), np.repeat(yd[-1:], t.size, axis=0))
     k = np.minimum(np.maximum(np.searchsorted(tg, t, side="right") - 1, 0), tg.size - 2)
@@ -264,6 +266,11 @@ def _hermite(tg: np.ndarray, y: np.ndarray, yd: np.ndarray, t: np.ndarray
            + (3 * s2 - 2 * s3) * y[k + 1] + (s3 - s2) * h * yd[k + 1])
     rate = ((6 * s2 - 6 * s) * (y[k] - y[k + 1]) / h + (3 * s2 - 4 * s + 1) * yd[k]
             + (3 * s2 - 2 * s) * yd[k + 1])
+    # a column without values (a velocity port: ℓ is NaN) has only its rates: those are
+    # interpolated linearly (the Hermite rate would carry the NaN of ℓ into ℓ̇)
+    free = ~np.isfinite(y).all(axis=0)
+    if free.any():
+        rate[:, free] = ((1 - s) * yd[k] + s * yd[k + 1])[:, free]
     end = t >= tg[-1]
     val[end], rate[end] = y[-1], yd[-1]
     return val, rate
