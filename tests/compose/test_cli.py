@@ -118,3 +118,24 @@ def test_solve_closes_the_composed_mode(members_dir, pair, capsys):
                if k.startswith("h2/")) > 1e-4
     assert main(["solve", path, "--partition", "default"]) == 2
     assert "--mode" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("bundle", "backend", "noted"), [
+    ("pair.h5", "mujoco", True), ("pair.h5", "pinocchio", True), ("plain", "mujoco", False),
+    ("plain", "reduced", True)])
+def test_cold_kernel_note_where_the_kernels_run(members_dir, pair, tmp_path, monkeypatch,
+                                                capsys, bundle, backend, noted):
+    """On a cold numba cache `rbc simulate` says the kernels compile first wherever they run:
+    the reduced plant, and a composed bundle's engine plants (their measurement); a plain
+    bundle on MuJoCo never touches them. (The run then stops at an unknown --mode or
+    --partition, after the note: exit 2.)"""
+    import rbc.kernels
+
+    monkeypatch.setattr(rbc.kernels, "cache_is_cold", lambda: True)
+    path = members_dir / "pair.h5" if bundle == "pair.h5" else members_dir / "humanoid_v1.h5"
+    wrong = ["--mode", "nope"] if bundle == "pair.h5" else ["--partition", "nope"]
+    code = main(["simulate", str(path), "--backend", backend, *wrong,
+                 "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert ("numba compiles" in err) is noted, err
