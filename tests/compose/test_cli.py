@@ -139,3 +139,15 @@ def test_cold_kernel_note_where_the_kernels_run(members_dir, pair, tmp_path, mon
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
     assert ("numba compiles" in err) is noted, err
+
+
+@pytest.mark.slow
+def test_ring_rate_check_is_not_the_differences_truncation(members_dir, ring):
+    """composer.rate.fd on the ring's swing_r (`rbc verify ring.h5 --samples 2`): a state
+    where ‖Ė X‖ is ~6e3, at which the two-level differences from 2e-4 read 2.9e-6 (over the
+    1e-6 limit) from truncation alone; three levels from 1e-4 read 3.1e-10. 1e-8 holds the
+    extrapolation's order without sitting on its measured value."""
+    from rbc.verify.composition import run_composed_checks
+
+    checks = {c.name: c for c in run_composed_checks(ring[1], "swing_r", samples=2)}
+    assert checks["composer.rate.fd"].value <= 1e-8, checks["composer.rate.fd"].detail
