@@ -67,6 +67,26 @@ def sample_states(model: CompiledModel, n: int, seed: int = DEFAULT_SEED,
                   EFFORT * rng.normal(size=n_act)) for _ in range(n)]
 
 
+def peer_efforts(t, nt: int) -> np.ndarray:
+    """(nt,) the tree efforts [N·m or N] that give Pinocchio's ``constraintDynamics`` the
+    loads of rbc's reduced terms ``t`` (gravity excluded: Pinocchio adds it).
+
+    Tree coordinates take their own efforts and Coulomb friction; efforts on cut-joint
+    coordinates (drive friction or an actuator at a cut joint: the peer has no such
+    coordinate) are carried to the tree by virtual power, ``τ_eq = (E_T⁺)ᵀ E_cᵀ τ_c``, so that
+    ``E_Tᵀ τ_eq = E_cᵀ τ_c`` on every closed motion ``v = E u`` (E_T of full column rank:
+    every speed moves the tree). Without it a record with drive friction at a cut joint (the
+    humanoid's screws) read δ_a 0.15 against a peer that saw none of it.
+    """
+    full = t.tau_full + (t.coulomb if t.coulomb is not None else 0.0)
+    tau = full[:nt] + t.tree.g
+    tc = full[nt:]
+    if tc.size and np.any(tc):
+        E = t.lifted.E
+        tau = tau + np.linalg.lstsq(E[:nt].T, E[nt:].T @ tc, rcond=None)[0]
+    return tau
+
+
 #: Timing: every call is timed alone, the evaluators alternating call by call, ROUNDS
 #: samples per state and evaluator, the fastest counting; the mean over the states is the
 #: time per state. On a loaded machine a time slice is lost to another process now and then:
@@ -174,7 +194,7 @@ def bench_dynamics(bundle: str | Path, n_states: int = 1000, single_repeats: int
         k = km.terms(s.q, s.u, s.f)
         # the timed kernel call's u̇ (the recursion over nodes where the layout has them)
         a_k = (k.E @ km.forward_dynamics(s.q, s.u, s.f) + k.edu)[:nt]
-        tau = t.tau_full[:nt] + t.tree.g
+        tau = peer_efforts(t, nt)
         inputs.append((s.q, t.v, tau))
         ap = constraint_dynamics(pm, pdata, cdatas, s.q, t.v, tau)
         scale = max(1.0, np.abs(ap).max())
