@@ -247,6 +247,12 @@ def test_mujoco_pair_stands(members_dir, floor_pair):
     for n in floor_pair.mode("stand").supports:
         fn = log[f"supports/{n}/wrench"][1:, 5]
         assert fn.min() > 50.0, n  # of about 280 N each
+        # the summary tells the samples out of contact (t = 0, before the contact engages)
+        # from the loaded ones: its smallest normal force over the contact samples is theirs
+        x = s["composition"]["supports"][n]
+        w = log[f"supports/{n}/wrench"][:, 5]
+        assert x["contactless_samples"] == int((w == 0.0).sum())
+        assert x["min_contact_normal_force"] == pytest.approx(w[w != 0.0].min(), rel=1e-12)
     assert s["max_loop_gap"] < 1e-4
 
 

@@ -207,6 +207,9 @@ def test_cli_json_and_outputs(members_dir, pair, capsys, tmp_path):
     assert set(c["supports"]) == {"h1/sole_l", "h1/sole_r", "h2/sole_l", "h2/sole_r"}
     for x in c["supports"].values():
         assert x["min_normal_force"] > 0 and x["tensile_samples"] == 0
+        # the reduced plant's soles are closures: always in contact
+        assert x["contactless_samples"] == 0
+        assert x["min_contact_normal_force"] == x["min_normal_force"]
         assert 0 <= x["max_friction_ratio"] < x["friction"]
     import h5py
 

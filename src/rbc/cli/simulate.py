@@ -248,7 +248,10 @@ def simulate_command(
                       f"{x['max_moment']:.4g} N·m")
         for name, x in comp["supports"].items():
             ratio = x["max_friction_ratio"]
+            free, touching = x["contactless_samples"], x["min_contact_normal_force"]
             con.print(f"  support {name}: min normal force {x['min_normal_force']:.4g} N"
+                      + (f" ({free} samples without contact; {touching:.4g} N over the "
+                         "others)" if free and touching is not None else "")
                       + (f" ({x['tensile_samples']} samples pulling)" if x["tensile_samples"]
                          else "")
                       + (f", max |f_t|/f_n {ratio:.3g} (μ {x['friction']:g})"

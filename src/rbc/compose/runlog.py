@@ -196,8 +196,10 @@ class WrenchLog:
 
     def summary(self, log: dict[str, np.ndarray]) -> dict:
         """The summary's ``composition`` key: the mode, per link the largest force and
-        moment, per support the smallest normal force, the number of samples where it
-        pulls (f_n ≤ 0: the sole would lift) and the largest friction ratio ``|f_t| / f_n``
+        moment, per support the smallest normal force, the samples without contact (exactly
+        0 N: a MuJoCo sole at t = 0, before the contact engages) and the smallest normal
+        force over the others, the number of samples where it pulls (f_n < 0: the sole
+        would lift) and the largest friction ratio ``|f_t| / f_n``
         over the others with its μ, and the largest residual of the recovery's equations
         ``‖Aᵀ x − rhs‖∞`` [N, N·m] (round-off at a consistent state; docs/composition.md)."""
         up = sp.up_direction(self.gravity)
@@ -213,8 +215,12 @@ class WrenchLog:
             fn = f @ up
             ft = np.linalg.norm(f - np.outer(fn, up), axis=1)
             pressed = fn > 0  # only a pressing sample has a friction ratio
+            touching = fn != 0.0  # exactly 0 N: no contact (an engine plant before it engages)
             out["supports"][s] = {
                 "min_normal_force": float(fn.min()),
+                "contactless_samples": int((~touching).sum()),
+                "min_contact_normal_force": float(fn[touching].min()) if touching.any()
+                else None,
                 "tensile_samples": int((fn < 0).sum()),  # pulling; 0 N (no contact) is not
                 "max_friction_ratio": float((ft[pressed] / fn[pressed]).max())
                 if pressed.any() else None,
