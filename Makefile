@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 DEMO    := records/stewart.yaml
 
-.PHONY: help install demo test test-fast lint clean repro repro-quick repro-go2 repro-excavation repro-dances
+.PHONY: help install demo test test-fast lint clean repro repro-quick repro-go2 repro-excavation repro-dances repro-kangaroo
 
 help:  ## list targets
 	@grep -E '^[a-z0-9%-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-22s %s\n", $$1, $$2}'
