@@ -161,12 +161,13 @@ def test_verify_reads_back_exports(tmp_path, capsys):
 @pytest.mark.parametrize("command", [
     ["solve"], ["forces"],
     ["plan", "--task", "platform", "--to", "0,0,0.8,0,0,0", "--duration", "1"],
+    ["simulate", "--duration", "0.01", "--controller", "passive"],
 ])
 def test_coordinate_errors_name_the_bundle_and_the_option(bundle, capsys, tmp_path, command):
     """An unknown or unreachable --set value: the message names the bundle and --set (the
     model layer that finds the mistake knows neither); exit 2, no output directory."""
     b = bundle("stewart")
-    out = ["--out", str(tmp_path / "plan")] if command[0] == "plan" else []
+    out = ["--out", str(tmp_path / "plan")] if command[0] in ("plan", "simulate") else []
     for value, problem in (("nope=1", "unknown coordinate 'nope'"), ("P1=5", "unreachable")):
         code, _, err = run(capsys, command[0], b, "--set", value, *command[1:], *out)
         assert code == 2

@@ -356,7 +356,7 @@ def prepare(bundle: str | Path, opts: SimOptions, progress: Progress | None = No
         try:
             q0 = solve_named(kin, part.name, dict(opts.initial)).q
         except SolveError as err:
-            raise SimulationError(f"--set: {err}") from err
+            raise SimulationError(f"{bundle}: --set: {err}") from err
         v0 = lift(kin, part, q0).E @ _speeds(kin, part, opts.velocity)
     gains = ff = None
     if opts.controller not in ("passive", "allocation"):
