@@ -929,3 +929,16 @@ def test_tendon_actuator_parses(tmp_path: Path) -> None:
     (a,) = r.actuators
     assert a.joint is None and a.terms == (("j", 0.5),) and a.port_terms == (("j", 0.5),)
     assert r.actuated_joints() == frozenset({"j"})
+
+
+@pytest.mark.parametrize("big", [1e308, -1e308])
+def test_inertia_near_the_float_limit_is_checked_not_a_lapack_error(big) -> None:
+    """The import fuzz's draw 1e308 in an inertia entry: LAPACK's eigensolver overflowed
+    ('Eigenvalues did not converge', a traceback); the checks are scale-free and run on the
+    tensor over its largest entry."""
+    from rbc.ir.schema import inertia_problem
+
+    t = np.diag([1.0, 1.0, 1.0])
+    t[0, 1] = t[1, 0] = big  # indefinite: eigenvalues about ±1e308
+    assert "not positive semi-definite" in inertia_problem(1.0, t)
+    assert inertia_problem(1.0, np.diag([abs(big)] * 3)) is None  # isotropic: physical

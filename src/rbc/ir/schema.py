@@ -1048,12 +1048,18 @@ def inertia_problem(mass: float, tensor: np.ndarray) -> str | None:
     t = np.asarray(tensor, dtype=float)
     if not t.any():
         return None
-    moments = np.linalg.eigvalsh(0.5 * (t + t.T))
-    slack = INERTIA_TRIANGLE_RTOL * float(np.abs(moments).sum())
-    if moments[0] < -slack:
-        return f"inertia is not positive semi-definite (principal moments {moments.tolist()})"
-    if moments[2] > moments[0] + moments[1] + slack:
-        return f"principal moments {moments.tolist()} break the triangle inequality"
+    if not np.isfinite(t).all():
+        return "inertia is not finite"
+    # the checks are scale-free: eigenvalues of the tensor over its largest entry (an entry
+    # near 1e308 overflowed LAPACK: 'Eigenvalues did not converge', found by the import fuzz)
+    peak = float(np.abs(t).max())
+    unit = t / peak
+    m = np.linalg.eigvalsh(0.5 * (unit + unit.T))  # principal moments over peak
+    slack = INERTIA_TRIANGLE_RTOL * float(np.abs(m).sum())
+    if m[0] < -slack:
+        return f"inertia is not positive semi-definite (principal moments {(m * peak).tolist()})"
+    if m[2] > m[0] + m[1] + slack:
+        return f"principal moments {(m * peak).tolist()} break the triangle inequality"
     return None
 
 
